@@ -1,0 +1,218 @@
+"""The cluster model: brokers and partitions as Kafka describes them, read-only.
+
+Every other part of kafka_ops (assignment, pools, planner, executor, backends) speaks in these
+types. The model is immutable so that a plan can be computed against one state and compared to a
+later one (drift checks) without defensive copies; indexes by broker, topic and rack are built
+lazily, once, because a 270,000-replica cluster is queried far more often than it is built.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import NamedTuple
+
+from kafka_ops.errors import ValidationError
+
+
+class TopicPartition(NamedTuple):
+    """A partition's identity; orders like Kafka's tool output (topic, then partition)."""
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+NO_LEADER = -1
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerCapacity:
+    """What a broker can hold and carry. Zero means unknown (no limit enforced)."""
+
+    disk_bytes: int = 0
+    network_in_bytes_per_sec: float = 0.0
+    network_out_bytes_per_sec: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Broker:
+    """A Kafka broker as registered in the cluster metadata."""
+
+    id: int
+    rack: str | None = None
+    host: str = "localhost"
+    port: int = 9092
+    alive: bool = True
+    capacity: BrokerCapacity = field(default_factory=BrokerCapacity)
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    """One partition: replicas in order (replicas[0] is the preferred leader), leader and ISR.
+
+    size_bytes is the leader's log size; bytes_in/out are per-second rates on the leader.
+    """
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    leader: int = NO_LEADER
+    isr: tuple[int, ...] = ()
+    size_bytes: int = 0
+    bytes_in_per_sec: float = 0.0
+    bytes_out_per_sec: float = 0.0
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+    @property
+    def preferred_leader(self) -> int:
+        return self.replicas[0] if self.replicas else NO_LEADER
+
+    @property
+    def replication_factor(self) -> int:
+        return len(self.replicas)
+
+    @property
+    def is_offline(self) -> bool:
+        return self.leader == NO_LEADER
+
+    @property
+    def is_under_replicated(self) -> bool:
+        return len(self.isr) < len(self.replicas)
+
+
+class ClusterModel:
+    """An immutable snapshot of a cluster: brokers, partitions and optional topic configs.
+
+    Partitions are kept in (topic, partition) order. Queries by broker, topic and rack use
+    indexes built on first use.
+    """
+
+    def __init__(
+        self,
+        brokers: Iterable[Broker],
+        partitions: Iterable[Partition],
+        topic_configs: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
+        self.brokers: dict[int, Broker] = {b.id: b for b in sorted(brokers, key=lambda b: b.id)}
+        ordered = sorted(partitions, key=lambda p: (p.topic, p.partition))
+        self.partitions: dict[TopicPartition, Partition] = {p.tp: p for p in ordered}
+        if len(self.partitions) != len(ordered):
+            raise ValidationError("cluster state lists the same partition twice")
+        self.topic_configs: dict[str, dict[str, str]] = {
+            t: dict(c) for t, c in (topic_configs or {}).items()
+        }
+
+    # -- queries -------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        return (
+            f"ClusterModel(brokers={len(self.brokers)}, partitions={len(self.partitions)}, "
+            f"replicas={self.replica_count})"
+        )
+
+    def __iter__(self) -> Iterator[Partition]:
+        return iter(self.partitions.values())
+
+    def partition(self, topic: str, partition: int) -> Partition:
+        try:
+            return self.partitions[TopicPartition(topic, partition)]
+        except KeyError:
+            raise ValidationError(f"unknown partition {topic}-{partition}") from None
+
+    def broker(self, broker_id: int) -> Broker:
+        try:
+            return self.brokers[broker_id]
+        except KeyError:
+            raise ValidationError(f"unknown broker {broker_id}") from None
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return list(self.brokers)
+
+    @property
+    def alive_broker_ids(self) -> list[int]:
+        return [b.id for b in self.brokers.values() if b.alive]
+
+    @cached_property
+    def replica_count(self) -> int:
+        return sum(len(p.replicas) for p in self.partitions.values())
+
+    @cached_property
+    def topics(self) -> dict[str, list[Partition]]:
+        """Partitions of each topic, in partition order."""
+        by_topic: dict[str, list[Partition]] = defaultdict(list)
+        for p in self.partitions.values():
+            by_topic[p.topic].append(p)
+        return dict(by_topic)
+
+    def topic(self, name: str) -> list[Partition]:
+        try:
+            return self.topics[name]
+        except KeyError:
+            raise ValidationError(f"unknown topic {name!r}") from None
+
+    @cached_property
+    def _by_broker(self) -> dict[int, list[Partition]]:
+        by_broker: dict[int, list[Partition]] = {b: [] for b in self.brokers}
+        for p in self.partitions.values():
+            for r in p.replicas:
+                by_broker.setdefault(r, []).append(p)
+        return by_broker
+
+    def partitions_on(self, broker_id: int) -> list[Partition]:
+        """Partitions with a replica on the broker (including brokers not registered)."""
+        return self._by_broker.get(broker_id, [])
+
+    def leaders_on(self, broker_id: int) -> list[Partition]:
+        return [p for p in self.partitions_on(broker_id) if p.leader == broker_id]
+
+    @cached_property
+    def racks(self) -> dict[str | None, list[int]]:
+        """Broker ids per rack (None for brokers without a rack)."""
+        racks: dict[str | None, list[int]] = defaultdict(list)
+        for b in self.brokers.values():
+            racks[b.rack].append(b.id)
+        return dict(racks)
+
+    def brokers_in_rack(self, rack: str | None) -> list[int]:
+        return self.racks.get(rack, [])
+
+    def rack_of(self, broker_id: int) -> str | None:
+        broker = self.brokers.get(broker_id)
+        return broker.rack if broker else None
+
+    @cached_property
+    def assignment(self) -> dict[TopicPartition, tuple[int, ...]]:
+        return {tp: p.replicas for tp, p in self.partitions.items()}
+
+    # -- derived models ------------------------------------------------------------------
+    def with_assignment(
+        self, replicas: Mapping[TopicPartition, Iterable[int]], move_leaders: bool = True
+    ) -> ClusterModel:
+        """The model after the given replica lists are in place (as after a reassignment).
+
+        The leader becomes the new preferred leader when move_leaders (what a preferred leader
+        election does), else it stays if still a replica; ISR becomes the full replica list.
+        """
+        parts = dict(self.partitions)
+        for tp, new in replicas.items():
+            old = parts.get(tp)
+            if old is None:
+                raise ValidationError(f"unknown partition {tp}")
+            new_replicas = tuple(new)
+            if move_leaders or old.leader not in new_replicas:
+                leader = new_replicas[0]
+            else:
+                leader = old.leader
+            parts[tp] = replace(old, replicas=new_replicas, leader=leader, isr=new_replicas)
+        return ClusterModel(self.brokers.values(), parts.values(), self.topic_configs)
+
+    def with_brokers(self, brokers: Iterable[Broker]) -> ClusterModel:
+        return ClusterModel(brokers, self.partitions.values(), self.topic_configs)
