@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Sets up what the project needs on a Debian machine, idempotently:
+#   system packages: Java 17, ZooKeeper (Debian's package, used by the emulator and tests), kcat;
+#   a virtualenv in .venv with kafka-ops installed editable.
+# Usage: scripts/setup.sh [core|all]   (core: the library and CLI; all: + Airflow, Spark, test tools)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+profile=${1:-all}
+
+missing=()
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+[ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
+command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  echo "setup: installing ${missing[*]} with apt-get"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+python=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+case "$profile" in
+  core) extras="" ;;
+  all) extras="[airflow,test]" ;;
+  *) echo "setup: unknown profile '$profile' (core|all)" >&2; exit 2 ;;
+esac
+echo "setup: installing kafka-ops${extras} into .venv"
+.venv/bin/python -m pip install -q -e ".${extras}"
