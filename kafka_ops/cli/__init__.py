@@ -16,7 +16,9 @@ from kafka_ops.errors import KafkaOpsError
 
 # (module, group): modules whose register() adds subcommands; group names a parent command
 # ("kafka-ops pools ...") shared by several modules, None for top-level commands.
-COMMAND_MODULES: list[tuple[str, str | None]] = []
+COMMAND_MODULES: list[tuple[str, str | None]] = [
+    ("kafka_ops.cli.assign", None),
+]
 
 GROUP_HELP = {
     "pools": "resource pools (isolation groups): validate, show, assign, migrate",
