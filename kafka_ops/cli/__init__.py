@@ -18,6 +18,8 @@ from kafka_ops.errors import KafkaOpsError
 # ("kafka-ops pools ...") shared by several modules, None for top-level commands.
 COMMAND_MODULES: list[tuple[str, str | None]] = [
     ("kafka_ops.cli.assign", None),
+    ("kafka_ops.cli.pools", "pools"),
+    ("kafka_ops.cli.plan_files", "plan"),
 ]
 
 GROUP_HELP = {
