@@ -20,6 +20,7 @@ COMMAND_MODULES: list[tuple[str, str | None]] = [
     ("kafka_ops.cli.assign", None),
     ("kafka_ops.cli.pools", "pools"),
     ("kafka_ops.cli.plan_files", "plan"),
+    ("kafka_ops.cli.plan_goals", "plan"),
 ]
 
 GROUP_HELP = {

@@ -1,0 +1,481 @@
+"""Soft goals that even out a per-broker load inside each pool (Cruise Control's distribution goals).
+
+Each goal has bounds per group around the mean load of the group's live brokers; it moves load
+from brokers above the bounds to brokers below them, and afterwards vetoes any later action that
+would push a broker further out of its bounds ("not worse"). Replica loads (count, disk, network
+in) move with replicas; leader loads (leader count, network out, leader bytes-in) move with
+leadership, which costs no data and is tried first by the leader goals.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_left
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from kafka_ops.planner.context import Move, Run
+from kafka_ops.planner.state import WorkingState
+
+_SCAN = 24  # candidates examined around the ideal size before settling for the best seen
+_NEAREST = 32  # replicas nearest the ideal size the replica count goal weighs per move
+_TAKER_WEIGHT = 10.0  # how much more the receiving broker's disk wish counts than the giver's
+_FAR = 3  # crowding added for a replica whose size is far from the ideal one
+
+
+class BalanceGoal:
+    """Balance one resource of RESOURCES across the brokers of each group."""
+
+    hard = False
+
+    def __init__(self, name: str, resource: str, default_threshold: float) -> None:
+        self.name = name
+        self.resource = resource
+        self.default_threshold = default_threshold
+        self.leader_only = resource in ("leaders", "network_out", "leader_bytes_in")
+        self.integer = resource in ("replicas", "leaders")
+
+    def __repr__(self) -> str:
+        return f"<goal {self.name}>"
+
+    # -- loads and bounds ----------------------------------------------------------------
+    def item_load(self, st: WorkingState, p: int, leader: bool) -> float:
+        """What one replica of p (the leader or a follower) adds to this resource."""
+        r = self.resource
+        if r == "replicas":
+            return 1
+        if r == "disk":
+            return st.size[p]
+        if r == "network_in":
+            return st.bytes_in[p]
+        if not leader:
+            return 0
+        if r == "leaders":
+            return 1
+        if r == "network_out":
+            return st.leader_out(p)
+        return st.bytes_in[p]
+
+    def bounds(self, run: Run, g: int) -> tuple[float, float]:
+        """Allowed range in group g; settled on first use and kept for the whole run."""
+        key = (self.name, g)
+        if key not in run.bounds:
+            brokers = run.group_brokers(g)
+            load = run.state.load(self.resource)
+            mean = sum(load[b] for b in brokers) / max(1, len(brokers))
+            t = run.options.thresholds.get(self.name, self.default_threshold)
+            if self.integer:
+                run.bounds[key] = (math.floor(mean * (1 - t)), math.ceil(mean * (1 + t)))
+            else:
+                run.bounds[key] = (mean * (1 - t), mean * (1 + t))
+        return run.bounds[key]
+
+    def _ok(self, run: Run, deltas: dict[int, float]) -> bool:
+        st = run.state
+        load = st.load(self.resource)
+        for b, d in deltas.items():
+            g = st.broker_group[b]
+            if d == 0 or g < 0 or not st.eligible[b]:
+                continue
+            lo, hi = self.bounds(run, g)
+            new = load[b] + d
+            if (d > 0 and new > hi) or (d < 0 and new < lo):
+                return False
+        return True
+
+    def accepts(self, run: Run, moves: Sequence[Move]) -> bool:
+        st = run.state
+        deltas: dict[int, float] = {}
+        for p, src, dst in moves:
+            x = self.item_load(st, p, st.replicas[p][0] == src)
+            if x:
+                deltas[src] = deltas.get(src, 0) - x
+                deltas[dst] = deltas.get(dst, 0) + x
+        return self._ok(run, deltas)
+
+    def accepts_leadership(self, run: Run, p: int, old: int, new: int) -> bool:
+        if not self.leader_only:
+            return True
+        x = self.item_load(run.state, p, True)
+        return self._ok(run, {old: -x, new: x})
+
+    # -- reporting -----------------------------------------------------------------------
+    def measure(self, run: Run) -> dict[str, float]:
+        """Worst group: max-min for counts, max/mean for rates and bytes; brokers out of bounds."""
+        st = run.state
+        load = st.load(self.resource)
+        worst = 0.0
+        out_of_bounds = 0
+        for g, group in enumerate(st.groups):
+            brokers = run.group_brokers(g)
+            if not group.balance or not brokers:
+                continue
+            values = [load[b] for b in brokers]
+            mean = sum(values) / len(values)
+            if self.integer:
+                worst = max(worst, max(values) - min(values))
+            elif mean > 0:
+                worst = max(worst, max(values) / mean)
+            lo, hi = self.bounds(run, g)
+            out_of_bounds += sum(1 for v in values if v < lo - 1e-9 or v > hi + 1e-9)
+        key = "max_minus_min" if self.integer else "max_over_mean"
+        return {key: round(worst, 4), "brokers_out_of_bounds": out_of_bounds}
+
+    def imbalance(self, run: Run) -> float:
+        m = self.measure(run)
+        return m.get("max_minus_min", m.get("max_over_mean", 0.0))
+
+    # -- optimisation --------------------------------------------------------------------
+    def optimize(self, run: Run) -> None:
+        for g, group in enumerate(run.state.groups):
+            if group.balance and run.group_brokers(g):
+                if self.leader_only:
+                    self._balance_leadership(run, g)
+                else:
+                    self._balance_replicas(run, g)
+
+    def _worst(self, run: Run, g: int, stuck: set[int]) -> tuple[int, bool] | None:
+        """The broker furthest out of bounds (not given up on), and whether it is above."""
+        load = run.state.load(self.resource)
+        lo, hi = self.bounds(run, g)
+        best, best_dist, above = -1, 0.0, False
+        for b in run.group_brokers(g):
+            if b in stuck:
+                continue
+            v = load[b]
+            dist = v - hi if v > hi else lo - v
+            if dist > best_dist:
+                best, best_dist, above = b, dist, v > hi
+        return (best, above) if best >= 0 else None
+
+    def _balance_replicas(self, run: Run, g: int) -> None:
+        """Single moves where earlier goals allow them, else size-matched swaps."""
+        st = run.state
+        load = st.load(self.resource)
+        brokers = run.group_brokers(g)
+        on = run.movable_replicas()
+        cands = {b: sorted((self.item_load(st, p, False), p) for p in on[b] if st.group_of(p) == g)
+                 for b in brokers}
+        mean = sum(load[b] for b in brokers) / len(brokers)
+        stuck: set[int] = set()
+        while (worst := self._worst(run, g, stuck)) is not None:
+            w, above = worst
+            if above:
+                pairs = [(w, d) for d in sorted(brokers, key=lambda b: (load[b], b)) if load[d] < mean]
+            else:
+                pairs = [(s, w) for s in sorted(brokers, key=lambda b: (-load[b], b)) if load[s] > mean]
+            for src, dst in pairs:
+                delta = min(load[src] - mean, mean - load[dst])
+                action = self._best_move(run, cands, src, dst, delta, load[src] - load[dst])
+                if action is None:
+                    action = self._best_swap(run, cands, src, dst, delta, load[src] - load[dst])
+                if action is not None:
+                    break
+            else:
+                stuck.add(w)
+                continue
+            size = sum(st.size[p] for p, _, _ in action)
+            if not run.room_for_move(size, len(action)):
+                return
+            for p, src, dst in action:
+                st.move(p, src, dst)
+                item = (self.item_load(st, p, False), p)
+                lst = cands[src]
+                del lst[bisect_left(lst, item)]
+
+    def _best_move(self, run: Run, cands: dict[int, list[tuple[float, int]]], src: int, dst: int,
+                   delta: float, gap: float) -> tuple[Move] | None:
+        lst = cands[src]
+        best = None
+        for x, p in _around(lst, delta):
+            if 0 < x < gap and run.can_move(p, src, dst):
+                if best is None or abs(x - delta) < abs(best[0] - delta):
+                    best = (x, p)
+        return ((best[1], src, dst),) if best else None
+
+    def _best_swap(self, run: Run, cands: dict[int, list[tuple[float, int]]], src: int, dst: int,
+                   delta: float, gap: float) -> tuple[Move, Move] | None:
+        big, small = cands[src], cands[dst]
+        if not big or not small:
+            return None
+        best, best_err = None, math.inf
+        # x - y should be close to delta, so x >= delta; if none is that big, the biggest.
+        start = max(0, min(bisect_left(big, (delta, -1)), len(big) - _SCAN))
+        for x, p in big[start:start + _SCAN]:
+            for y, q in _around(small, x - delta, 3):
+                diff = x - y
+                if 0 < diff < gap and abs(diff - delta) < best_err:
+                    a, b = (p, src, dst), (q, dst, src)
+                    if run.can_swap(a, b):
+                        best, best_err = (a, b), abs(diff - delta)
+            if best is not None and best_err < 0.05 * delta:
+                break
+        return best
+
+    def _balance_leadership(self, run: Run, g: int) -> None:
+        """Move leadership between replicas of the same partition; no data moves."""
+        st = run.state
+        load = st.load(self.resource)
+        brokers = run.group_brokers(g)
+        on = run.replicas_on()
+        mean = sum(load[b] for b in brokers) / len(brokers)
+        stuck: set[int] = set()
+        while (worst := self._worst(run, g, stuck)) is not None:
+            w, above = worst
+            delta = abs(load[w] - mean)
+            lo, hi = self.bounds(run, g)
+            best, best_key = None, None
+            for p in on[w]:
+                reps = st.replicas[p]
+                lead = reps[0]
+                if above != (lead == w) or not run.partition_movable[p]:
+                    continue
+                x = self.item_load(st, p, True)
+                for f in (reps[1:] if above else (lead,)):
+                    new_leader, old_leader = (f, w) if above else (w, lead)
+                    # The transfer must narrow the gap between the two brokers.
+                    if not 0 < x < load[old_leader] - load[new_leader]:
+                        continue
+                    key = (abs(x - delta), load[f] if above else -load[f], p)
+                    if best_key is None or key < best_key:
+                        if run.can_lead(p, new_leader):
+                            best, best_key = (p, new_leader), key
+                if self.integer and best is not None and (
+                        load[best[1]] < lo if above else load[st.replicas[best[0]][0]] > hi):
+                    break  # a transfer between a broker above and one below: none is better
+            if best is None:
+                chain = self._leader_chain(run, g, w, above, on) if self.integer else None
+                if chain is None or not _apply_chain(run, chain):
+                    stuck.add(w)
+                if run.capped:
+                    return
+                continue
+            if not run.try_lead(*best):
+                return
+
+    def _leader_chain(self, run: Run, g: int, w: int, above: bool,
+                      on: list[list[int]]) -> list[tuple[int, int]] | None:
+        """Leadership transfers a -> b -> ... that move one leader off (or onto) w.
+
+        When no follower of w's partitions can take a leader directly, one can often pass it
+        along: w hands a partition to b, b hands another to c, which has room. Breadth-first
+        over brokers; returns the transfers in the order to apply them: the far end first, so
+        no broker in between ever holds more than it started with.
+        """
+        st = run.state
+        load = st.load(self.resource)
+        members = set(run.group_brokers(g))
+        parent: dict[int, tuple[int, int] | None] = {w: None}  # broker -> (partition, previous)
+        frontier = [w]
+        end = None
+        while frontier and end is None:
+            nxt = []
+            for a in frontier:
+                for p in on[a]:
+                    reps = st.replicas[p]
+                    # Above: a leads p and passes it to a follower; below: a follower leads p
+                    # and a takes it (walking the transfers backwards).
+                    if above and reps[0] != a:
+                        continue
+                    if not above and (reps[0] == a or a not in reps):
+                        continue
+                    for b in (reps[1:] if above else reps[:1]):
+                        if b in parent or b not in members:
+                            continue
+                        parent[b] = (p, a)
+                        nxt.append(b)
+                        if (load[b] <= load[w] - 2) if above else (load[b] >= load[w] + 2):
+                            end = b
+                            break
+                    if end is not None:
+                        break
+                if end is not None:
+                    break
+            frontier = nxt
+        if end is None:
+            return None
+        steps = []  # (partition, new leader), far end first
+        b = end
+        while parent[b] is not None:
+            p, a = parent[b]
+            steps.append((p, b) if above else (p, a))
+            b = a
+        return steps if above else steps[::-1]
+
+
+def _apply_chain(run: Run, steps: list[tuple[int, int]]) -> bool:
+    """Make each (partition, new leader) change in order, all or none."""
+    st = run.state
+    if not run.room_for_leader_change(len(steps)):
+        return False
+    done = []
+    for p, new in steps:
+        if not run.can_lead(p, new):
+            for q, old in reversed(done):
+                st.make_leader(q, old, undo=True)
+            return False
+        done.append((p, st.replicas[p][0]))
+        st.make_leader(p, new)
+    return True
+
+
+def _around(lst: list[tuple[float, int]], target: float, n: int = _SCAN):
+    """Up to n entries of a sorted (load, partition) list, nearest to target first."""
+    i = bisect_left(lst, (target, -1))
+    lo, hi = i - 1, i
+    for _ in range(n):
+        if lo >= 0 and (hi >= len(lst) or target - lst[lo][0] <= lst[hi][0] - target):
+            yield lst[lo]
+            lo -= 1
+        elif hi < len(lst):
+            yield lst[hi]
+            hi += 1
+        else:
+            return
+
+
+class ReplicaCountGoal(BalanceGoal):
+    """Replica count per broker within bounds, moving as few replicas as the counts require.
+
+    This goal makes most of a plan's moves, so it chooses WHICH replica to move with the later
+    goals in mind: a size close to what evens out disk usage between the two brokers, and a
+    topic that the source has too many of and the destination too few. That is why disk and
+    per-topic balance seldom need moves of their own.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("replica_count", "replicas", 0.0)
+
+    def _balance_replicas(self, run: Run, g: int) -> None:
+        st = run.state
+        brokers = run.group_brokers(g)
+        on = run.movable_replicas()
+        cands = {b: sorted((st.size[p], p) for p in on[b] if st.group_of(p) == g) for b in brokers}
+        lo, hi = self.bounds(run, g)
+        n = len(brokers)
+        mean = _Means(sum(st.count[b] for b in brokers) / n, sum(st.disk[b] for b in brokers) / n)
+        topic_range = _topic_ranges(st, g, n)
+        # First brokers above the upper bound give to the emptiest; then brokers below the lower
+        # bound take from the fullest. Each move fixes one unit of imbalance: the count minimum.
+        for limit in (hi, lo):
+            srcs = [(-st.count[b], b) for b in brokers if st.count[b] > limit]
+            heapq.heapify(srcs)
+            # Takers per rack: a same-rack move never breaks rack awareness, so try those first.
+            dsts: dict[int, list[tuple[int, int]]] = {}
+            for b in brokers:
+                if st.count[b] < limit and run.dst_ok[b]:
+                    heapq.heappush(dsts.setdefault(st.rack[b], []), (st.count[b], b))
+            while srcs and any(dsts.values()):
+                _, s = heapq.heappop(srcs)
+                chosen = None
+                racks = sorted((r for r, h in dsts.items() if h),
+                               key=lambda r: (r != st.rack[s], dsts[r][0], r))
+                for r in racks:
+                    heap = dsts[r]
+                    tried = [heapq.heappop(heap) for _ in range(min(2, len(heap)))]
+                    for _, d in tried:
+                        chosen = self._choose(run, cands[s], s, d, mean, topic_range)
+                        if chosen:
+                            break
+                    for item in tried:
+                        if chosen is None or item[1] != chosen[1]:
+                            heapq.heappush(heap, item)
+                    if chosen:
+                        break
+                if chosen is None:
+                    # Rare (rack and capacity vetoes): every replica of s against every taker.
+                    for d in sorted(b for heap in dsts.values() for _, b in heap):
+                        chosen = self._choose(run, cands[s], s, d, mean, topic_range,
+                                              exhaustive=True)
+                        if chosen:
+                            heap = dsts[st.rack[d]]
+                            heap.remove((st.count[d], d))
+                            heapq.heapify(heap)
+                            break
+                if chosen is None:
+                    continue  # nothing on s can go anywhere: give up on s
+                i, d, p = chosen
+                if not run.room_for_move(st.size[p]):
+                    return
+                st.move(p, s, d)
+                del cands[s][i]
+                if st.count[s] > limit:
+                    heapq.heappush(srcs, (-st.count[s], s))
+                if st.count[d] < limit:
+                    heapq.heappush(dsts[st.rack[d]], (st.count[d], d))
+
+    def _choose(self, run: Run, lst: list[tuple[float, int]], s: int, d: int, mean: _Means,
+                topic_range: dict[int, tuple[int, int]],
+                exhaustive: bool = False) -> tuple[int, int, int] | None:
+        """(index in lst, d, partition) of the best replica to move from s to d, if any.
+
+        Looks at the sizes nearest the ideal one; ``exhaustive`` looks at every replica.
+        """
+        st = run.state
+        # Each side wants the size that spreads its disk gap over its remaining moves. The
+        # taker's wish weighs more: what it receives can never move again in this plan, while
+        # the giver's leftover replicas can still be traded by the disk goal.
+        left_s = max(1.0, st.count[s] - mean.count)
+        left_d = max(1.0, mean.count - st.count[d])
+        want_s = (st.disk[s] - mean.disk) / left_s
+        want_d = (mean.disk - st.disk[d]) / left_d
+        desired = max(0.0, (want_s + _TAKER_WEIGHT * want_d) / (1 + _TAKER_WEIGHT))
+        nb, topic, counts = st.nb, st.topic, st.topic_count
+        best, best_key = None, None
+        seen = 0
+        # "Near the ideal size": within half of it, or of a typical replica when it is tiny.
+        near = 0.5 * max(desired, lst[len(lst) // 2][0] if lst else 0.0)
+
+        def candidates():
+            if exhaustive:
+                yield from lst
+                return
+            yield from _around(lst, desired, _NEAREST)
+            # Partitions of one topic have similar sizes, so the nearest sizes can all be one
+            # topic that d already has enough of: then sample the size range around the ideal
+            # (not beyond: disk balance outranks topic spread).
+            if best_key is None or best_key[0] > 0:
+                for x, p in lst[:: max(1, len(lst) // (2 * _SCAN))]:
+                    if abs(x - desired) <= near:
+                        yield x, p
+
+        for x, p in candidates():
+            if best_key is not None and best_key[0] <= 0:
+                seen += 1
+                if seen > 8 or best_key[1] <= 0.2 * near:
+                    break  # nearest first: later sizes only win on a topic bonus; enough looked
+            t = topic[p]
+            lo, hi = topic_range[t]
+            on_d, on_s = counts.get(t * nb + d, 0), counts[t * nb + s]
+            # Negative is good: the move also evens out the topic (s has too many, d too few).
+            crowding = (max(0, on_d + 1 - hi) + max(0, lo - on_s + 1) - (on_d < lo) - (on_s > hi))
+            err = abs(x - desired)
+            if err > near:
+                crowding += _FAR  # a far size only wins over a topic already crowding d
+            key = (crowding, err, x, p)  # equal balance: the smaller replica
+            if best_key is not None and key >= best_key:
+                continue  # cheap: only a better key faces the vetoes
+            if not run.can_move(p, s, d):
+                continue
+            best, best_key = p, key
+        if best is None:
+            return None
+        return bisect_left(lst, (st.size[best], best)), d, best
+
+
+class _Means(NamedTuple):
+    """Per-broker replica count and disk bytes of a group, on average."""
+
+    count: float
+    disk: float
+
+
+def _topic_ranges(st: WorkingState, g: int, n: int) -> dict[int, tuple[int, int]]:
+    """Replicas per broker of each topic of group g if spread evenly: (floor, ceil)."""
+    totals: dict[int, int] = {}
+    for p in range(st.np):
+        t = st.topic[p]
+        if st.group_of_topic[t] == g:
+            totals[t] = totals.get(t, 0) + len(st.replicas[p])
+    return {t: (c // n, -(-c // n)) for t, c in totals.items()}

@@ -1,0 +1,176 @@
+"""What one planning run knows besides the cluster: options, mode restrictions, vetoes, caps.
+
+Goal objects are stateless (no finished flags, Cruise Control's mistake); everything a run
+learns — the balance bounds each goal settled on, which goals may veto, how much of each cap is
+left — lives here, in one object per run, so planning the same input twice gives the same plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kafka_ops.planner.state import WorkingState
+
+if TYPE_CHECKING:
+    from kafka_ops.planner.goals import Goal
+
+Move = tuple[int, int, int]  # (partition index, source broker index, destination broker index)
+
+
+@dataclass(frozen=True)
+class PlannerOptions:
+    """User-tunable knobs. Thresholds are fractions of the mean (0.1 = within +/-10%).
+
+    Count goals (replicas, leaders, per-topic) round their bounds outwards to whole numbers, so
+    a threshold of 0 means "within one of each other" whenever the mean is not a whole number.
+    """
+
+    goals: tuple[str, ...] | None = None  # soft goals in priority order; None = DEFAULT_SOFT_GOALS
+    thresholds: dict[str, float] = field(default_factory=dict)  # goal name -> balance threshold
+    capacity_threshold: dict[str, float] = field(
+        default_factory=lambda: {"disk": 0.8, "network_in": 0.8, "network_out": 0.8}
+    )
+    max_replicas_per_broker: int | None = None
+    max_moves: int | None = None
+    max_bytes: int | None = None
+    max_leader_changes: int | None = None
+    # Per-topic spread by swapping replicas between brokers: two moves per fixed replica, so
+    # off by default (single moves, free leadership changes and the replica count goal's choice
+    # of replicas already even topics out).
+    topic_swaps: bool = False
+
+
+class Run:
+    """One planning run: the working state, mode restrictions and the vetoing goals."""
+
+    def __init__(
+        self,
+        state: WorkingState,
+        options: PlannerOptions,
+        movable: Callable[[int], bool] | None = None,
+        destinations: Iterable[int] | None = None,
+        leadership_only: bool = False,
+    ) -> None:
+        self.state = state
+        self.options = options
+        self.leadership_only = leadership_only
+        st = state
+        self.partition_movable = [movable(p) if movable else True for p in range(st.np)]
+        allowed = set(destinations) if destinations is not None else None
+        # The mode's destinations (add-brokers: only the new ones); goals veto the rest.
+        self.dst_ok = [allowed is None or b in allowed for b in range(st.nb)]
+        self.vetoes: list[Goal] = []
+        self.bounds: dict[tuple[str, int], tuple[float, float]] = {}  # (goal, group) -> (lo, hi)
+        self.capped: list[str] = []  # caps that stopped a goal, for the summary
+        # Values derived from the input once per run (capacity limits, topic totals, racks).
+        self.memo: dict[tuple[str, int], Any] = {}
+
+    def group_brokers(self, g: int) -> list[int]:
+        """The group's brokers that balance: alive and not excluded."""
+        key = ("group_brokers", g)
+        if key not in self.memo:
+            st = self.state
+            self.memo[key] = [b for b in st.groups[g].brokers if st.eligible[b]]
+        return self.memo[key]
+
+    def replicas_on(self) -> list[list[int]]:
+        """Per broker, the movable partitions with a replica on it (for leadership changes)."""
+        st = self.state
+        on: list[list[int]] = [[] for _ in range(st.nb)]
+        for p, reps in enumerate(st.replicas):
+            if self.partition_movable[p]:
+                for b in reps:
+                    on[b].append(p)
+        return on
+
+    def movable_replicas(self) -> list[list[int]]:
+        """Per broker, the partitions whose replica on it may still move (in partition order)."""
+        st = self.state
+        on: list[list[int]] = [[] for _ in range(st.nb)]
+        for p, reps in enumerate(st.replicas):
+            if self.partition_movable[p]:
+                for b in reps:
+                    if st.movable(p, b):
+                        on[b].append(p)
+        return on
+
+    # -- caps ----------------------------------------------------------------------------
+    def room_for_move(self, size: int, n: int = 1) -> bool:
+        st, o = self.state, self.options
+        if o.max_moves is not None and st.moves + n > o.max_moves:
+            self._note_cap("max_moves")
+            return False
+        if o.max_bytes is not None and st.moved_bytes + size > o.max_bytes:
+            self._note_cap("max_bytes")
+            return False
+        return True
+
+    def room_for_leader_change(self, n: int = 1) -> bool:
+        o = self.options
+        if o.max_leader_changes is not None and self.state.leader_changes + n > o.max_leader_changes:
+            self._note_cap("max_leader_changes")
+            return False
+        return True
+
+    def _note_cap(self, cap: str) -> None:
+        if cap not in self.capped:
+            self.capped.append(cap)
+
+    # -- vetoed actions ------------------------------------------------------------------
+    def can_move(self, p: int, src: int, dst: int) -> bool:
+        """Mode rules plus every vetoing goal, without touching caps."""
+        if not self.mode_allows(p, src, dst):
+            return False
+        moves = ((p, src, dst),)
+        for goal in self.vetoes:
+            if not goal.accepts(self, moves):
+                return False
+        return True
+
+    def mode_allows(self, p: int, src: int, dst: int) -> bool:
+        # A replica moves once, and never to a broker the partition started on.
+        st = self.state
+        return (
+            not self.leadership_only
+            and self.partition_movable[p]
+            and self.dst_ok[dst]
+            and st.movable(p, src)
+            and dst not in st.original[p]
+        )
+
+    def try_move(self, p: int, src: int, dst: int) -> bool:
+        if not self.can_move(p, src, dst) or not self.room_for_move(self.state.size[p]):
+            return False
+        self.state.move(p, src, dst)
+        return True
+
+    def can_swap(self, a: Move, b: Move) -> bool:
+        """Two replica moves that only make sense together (e.g. keep replica counts equal)."""
+        return (
+            a[0] != b[0]
+            and self.mode_allows(*a)
+            and self.mode_allows(*b)
+            and all(g.accepts(self, (a, b)) for g in self.vetoes)
+        )
+
+    def try_swap(self, a: Move, b: Move) -> bool:
+        st = self.state
+        if not self.can_swap(a, b) or not self.room_for_move(st.size[a[0]] + st.size[b[0]], 2):
+            return False
+        st.move(*a)
+        st.move(*b)
+        return True
+
+    def can_lead(self, p: int, new: int) -> bool:
+        if not (self.partition_movable[p] and self.dst_ok[new]):
+            return False
+        old = self.state.replicas[p][0]
+        return all(g.accepts_leadership(self, p, old, new) for g in self.vetoes)
+
+    def try_lead(self, p: int, new: int) -> bool:
+        if not self.can_lead(p, new) or not self.room_for_leader_change():
+            return False
+        self.state.make_leader(p, new)
+        return True

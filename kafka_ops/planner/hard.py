@@ -1,0 +1,326 @@
+"""Hard goals: rules no plan may break. Each fixes what it can, then vetoes every later action.
+
+A hard goal's violations are counted only over partitions the run may move: a topics-only plan
+is not blamed for a dead broker holding some other topic. If a violation survives the goal's
+own optimisation, planning stops with a ValidationError naming the goal and the replica.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from kafka_ops.errors import ValidationError
+from kafka_ops.model import BrokerCapacity
+from kafka_ops.planner.context import Move, Run
+from kafka_ops.planner.state import WorkingState
+
+
+class HardGoal:
+    """Base: no-op optimisation, accept everything, no violations."""
+
+    name = ""
+    hard = True
+
+    def optimize(self, run: Run) -> None:
+        """Fix this goal's violations; later goals may only take actions this one accepts."""
+
+    def accepts(self, run: Run, moves: Sequence[Move]) -> bool:
+        return True
+
+    def accepts_leadership(self, run: Run, p: int, old: int, new: int) -> bool:
+        return True
+
+    def violations(self, run: Run) -> list[str]:
+        return []
+
+    def measure(self, run: Run) -> dict[str, float]:
+        return {"violations": len(self.violations(run))}
+
+
+def relocate(run: Run, goal: HardGoal, p: int, src: int, required: bool = True) -> bool:
+    """Move p's replica off src to the least loaded broker every veto accepts.
+
+    If no broker may take it: fail clearly when the move is required, else report False (the
+    caller has other replicas to try).
+    """
+    st = run.state
+    group = st.groups[st.group_of(p)]
+    best = None
+    for b in group.brokers:
+        if run.can_move(p, src, b):
+            key = (st.count[b], st.disk[b], b)
+            if best is None or key < best:
+                best = key
+    if best is not None and run.try_move(p, src, best[2]):
+        return True
+    if required:
+        raise ValidationError(
+            f"{goal.name}: no broker can take the replica of {st.tps[p]} on broker "
+            f"{st.broker_ids[src]}{why_no_broker(run, p, src)}"
+        )
+    return False
+
+
+def why_no_broker(run: Run, p: int, src: int) -> str:
+    """Which rules rejected the brokers p's replica on src could go to, for an error message."""
+    st = run.state
+    group = st.groups[st.group_of(p)]
+    if not run.partition_movable[p] or not st.movable(p, src):
+        return " (the partition may not move in this plan)"
+    reasons: Counter[str] = Counter()
+    for b in group.brokers:
+        if b in st.replicas[p]:
+            reasons["already holding a replica"] += 1
+            continue
+        if not run.mode_allows(p, src, b):
+            reasons["the plan's mode or the partition's original brokers"] += 1
+            continue
+        for g in run.vetoes:
+            if not g.accepts(run, ((p, src, b),)):
+                reasons[g.name] += 1
+                break
+        else:
+            reasons["max_moves/max_bytes caps"] += 1
+    if not reasons:
+        return f" (group {group.name!r} has no brokers)"
+    detail = ", ".join(f"{n} {r}" if r.startswith("already") else f"{n} rejected by {r}"
+                       for r, n in reasons.most_common())
+    return f" ({len(group.brokers)} brokers in {group.name!r}: {detail})"
+
+
+class DistinctBrokersGoal(HardGoal):
+    """A partition's replicas are on distinct brokers."""
+
+    name = "distinct_brokers"
+
+    def accepts(self, run: Run, moves: Sequence[Move]) -> bool:
+        reps = run.state.replicas
+        return all(dst not in reps[p] for p, _, dst in moves)
+
+
+class BrokerExclusionsGoal(HardGoal):
+    """Dead and excluded (draining) brokers hold nothing; demoted ones lead nothing."""
+
+    name = "broker_exclusions"
+
+    def optimize(self, run: Run) -> None:
+        st = run.state
+        for p in range(st.np):
+            if not run.partition_movable[p]:
+                continue
+            if not run.leadership_only:
+                for b in list(st.replicas[p]):
+                    if not st.eligible[b]:
+                        relocate(run, self, p, b)
+            if self._bad_leader(st, p):
+                candidates = [b for b in st.replicas[p] if run.can_lead(p, b)]
+                if candidates:
+                    run.try_lead(p, min(candidates, key=lambda b: (st.leaders[b], b)))
+
+    @staticmethod
+    def _bad_leader(st: WorkingState, p: int) -> bool:
+        lead = st.replicas[p][0]
+        if st.eligible[lead] and not st.demoted[lead]:
+            return False
+        return any(st.eligible[b] and not st.demoted[b] for b in st.replicas[p])
+
+    def accepts(self, run: Run, moves: Sequence[Move]) -> bool:
+        st = run.state
+        return all(st.eligible[dst] and not (st.demoted[dst] and st.replicas[p][0] == src)
+                   for p, src, dst in moves)
+
+    def accepts_leadership(self, run: Run, p: int, old: int, new: int) -> bool:
+        st = run.state
+        return st.eligible[new] and not st.demoted[new]
+
+    def violations(self, run: Run) -> list[str]:
+        st, ids = run.state, run.state.broker_ids
+        out = []
+        for p in range(st.np):
+            if not run.partition_movable[p]:
+                continue
+            if not run.leadership_only:
+                out.extend(f"{st.tps[p]} has a replica on broker {ids[b]}, which is "
+                           f"{'excluded' if st.excluded[b] else 'dead'}"
+                           for b in st.replicas[p] if not st.eligible[b])
+            if self._bad_leader(st, p):
+                out.append(f"{st.tps[p]} is led by broker {ids[st.replicas[p][0]]}, which may not lead")
+        return out
+
+
+class PoolMembershipGoal(HardGoal):
+    """A topic's replicas stay on its pool's brokers (unpooled topics off pooled brokers)."""
+
+    name = "pool_membership"
+
+    def optimize(self, run: Run) -> None:
+        st = run.state
+        for p in range(st.np):
+            if run.partition_movable[p]:
+                members = st.in_group[st.group_of(p)]
+                for b in list(st.replicas[p]):
+                    if b not in members:
+                        relocate(run, self, p, b)
+
+    def accepts(self, run: Run, moves: Sequence[Move]) -> bool:
+        st = run.state
+        return all(dst in st.in_group[st.group_of(p)] for p, _, dst in moves)
+
+    def violations(self, run: Run) -> list[str]:
+        st = run.state
+        out = []
+        for p in range(st.np):
+            g = st.group_of(p)
+            bad = [st.broker_ids[b] for b in st.replicas[p] if b not in st.in_group[g]]
+            if bad and run.partition_movable[p]:
+                out.append(f"{st.tps[p]} has replicas on {bad}, outside pool {st.groups[g].name!r}")
+        return out
+
+
+class RackAwarenessGoal(HardGoal):
+    """Replicas spread over as many racks as the pool has: at most ceil(RF / racks) per rack."""
+
+    name = "rack_awareness"
+
+    @staticmethod
+    def racks(run: Run, g: int) -> int:
+        key = ("racks", g)
+        if key not in run.memo:
+            st = run.state
+            run.memo[key] = len({st.rack[b] for b in st.groups[g].brokers if st.eligible[b]})
+        return run.memo[key]
+
+    def _limit(self, run: Run, p: int) -> int:
+        st = run.state
+        return -(-len(st.replicas[p]) // max(1, self.racks(run, st.group_of_topic[st.topic[p]])))
+
+    def optimize(self, run: Run) -> None:
+        st = run.state
+        for p in range(st.np):
+            if not run.partition_movable[p]:
+                continue
+            limit = self._limit(run, p)
+            while True:
+                per_rack = Counter(st.rack[b] for b in st.replicas[p])
+                crowded = [b for b in st.replicas[p] if per_rack[st.rack[b]] > limit]
+                if not crowded:
+                    break
+                # Move a follower if possible: leadership stays where it is.
+                src = next((b for b in reversed(crowded) if st.movable(p, b)), crowded[-1])
+                relocate(run, self, p, src)
+
+    def accepts(self, run: Run, moves: Sequence[Move]) -> bool:
+        st = run.state
+        for p, src, dst in moves:
+            rack = st.rack[dst]
+            if rack == st.rack[src]:
+                continue
+            if sum(1 for b in st.replicas[p] if st.rack[b] == rack) + 1 > self._limit(run, p):
+                return False
+        return True
+
+    def violations(self, run: Run) -> list[str]:
+        st = run.state
+        out = []
+        for p in range(st.np):
+            if not run.partition_movable[p]:
+                continue
+            racks = [st.rack[b] for b in st.replicas[p]]
+            if len(set(racks)) == len(racks):
+                continue  # one replica per rack never crowds one
+            crowded = max(Counter(racks).values())
+            if crowded > self._limit(run, p):
+                out.append(f"{st.tps[p]} has {crowded} replicas in one rack")
+        return out
+
+
+class CapacityGoal(HardGoal):
+    """No broker above its capacity threshold (disk, network in/out) or the replica limit.
+
+    Capacity 0 means unknown and is not enforced. A broker already above a limit may not get
+    more load; the goal first tries to bring it under by moving its largest replicas away.
+    """
+
+    name = "capacity"
+
+    def _limits(self, run: Run, b: int) -> tuple[float, float, float, float]:
+        """(disk, network in, network out, replicas) limits of broker b, computed once per run."""
+        key = ("capacity_limits", 0)
+        if key not in run.memo:
+            st = run.state
+            thr = run.options.capacity_threshold
+            inf = float("inf")
+            limits = []
+            for bid in st.broker_ids:
+                broker = st.cluster.brokers.get(bid)
+                cap = broker.capacity if broker else BrokerCapacity()
+                limits.append((
+                    cap.disk_bytes * thr.get("disk", 1.0) if cap.disk_bytes else inf,
+                    cap.network_in_bytes_per_sec * thr.get("network_in", 1.0)
+                    if cap.network_in_bytes_per_sec else inf,
+                    cap.network_out_bytes_per_sec * thr.get("network_out", 1.0)
+                    if cap.network_out_bytes_per_sec else inf,
+                    run.options.max_replicas_per_broker or inf,
+                ))
+            run.memo[key] = limits
+        return run.memo[key][b]
+
+    def _loads(self, st: WorkingState, b: int) -> tuple[float, float, float, float]:
+        return (st.disk[b], st.net_in[b], st.net_out[b], st.count[b])
+
+    def _over(self, run: Run, b: int) -> list[int]:
+        return [i for i, (v, lim) in enumerate(zip(self._loads(run.state, b), self._limits(run, b)))
+                if v > lim]
+
+    def optimize(self, run: Run) -> None:
+        st = run.state
+        over = [b for b in range(st.nb) if st.eligible[b] and self._over(run, b)]
+        if not over:
+            return
+        on = run.movable_replicas()
+        for b in over:
+            # Largest first: fewest moves to get under the limit.
+            for p in sorted(on[b], key=lambda p: (-st.size[p], p)):
+                excess = self._over(run, b)
+                if not excess:
+                    break
+                if excess == [2] and st.replicas[p][0] != b:
+                    continue  # only leaders carry network out
+                relocate(run, self, p, b, required=False)
+
+    def accepts(self, run: Run, moves: Sequence[Move]) -> bool:
+        st = run.state
+        if len(moves) == 1:  # the common case, kept cheap
+            p, src, dst = moves[0]
+            disk, net_in, net_out, count = self._limits(run, dst)
+            return (st.disk[dst] + st.size[p] <= disk and st.net_in[dst] + st.bytes_in[p] <= net_in
+                    and st.count[dst] < count
+                    and (st.replicas[p][0] != src or st.net_out[dst] + st.leader_out(p) <= net_out))
+        delta: dict[int, list[float]] = {}
+        for p, src, dst in moves:
+            out = st.leader_out(p) if st.replicas[p][0] == src else 0.0
+            d = (st.size[p], st.bytes_in[p], out, 1)
+            for b, sign in ((src, -1), (dst, 1)):
+                acc = delta.setdefault(b, [0.0, 0.0, 0.0, 0.0])
+                for i in range(4):
+                    acc[i] += sign * d[i]
+        for b, d in delta.items():
+            for v, dv, lim in zip(self._loads(st, b), d, self._limits(run, b)):
+                if dv > 0 and v + dv > lim:
+                    return False
+        return True
+
+    def accepts_leadership(self, run: Run, p: int, old: int, new: int) -> bool:
+        st = run.state
+        return st.net_out[new] + st.leader_out(p) <= self._limits(run, new)[2]
+
+    def violations(self, run: Run) -> list[str]:
+        st = run.state
+        names = ("disk", "network in", "network out", "replica count")
+        over = [b for b in range(st.nb) if st.eligible[b] and self._over(run, b)]
+        if not over:
+            return []
+        on = run.movable_replicas()
+        return [f"broker {st.broker_ids[b]} is above its {names[i]} limit"
+                for b in over if on[b] for i in self._over(run, b)]

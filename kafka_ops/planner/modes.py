@@ -1,0 +1,196 @@
+"""Planning modes: what an operator asks for, turned into one optimizer run.
+
+Balancing modes (rebalance, add-brokers) run every goal. Repair modes (remove-brokers, demote,
+replace, fix-offline, set-rf, migrate-pool) run only the hard goals: they move what the request
+requires and nothing more, placing each moved replica on the least loaded broker allowed; a
+rebalance afterwards evens out the rest.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from kafka_ops.errors import ValidationError
+from kafka_ops.model import ClusterModel
+from kafka_ops.planner.context import PlannerOptions, Run
+from kafka_ops.planner.hard import CapacityGoal, RackAwarenessGoal, why_no_broker
+from kafka_ops.planner.optimizer import PlanResult, optimize
+from kafka_ops.planner.state import WorkingState
+from kafka_ops.pools import PoolSet
+
+DEFAULT_OPTIONS = PlannerOptions()
+_DRAIN = ("broker_exclusions",)  # repair modes fix only this; other hard goals veto
+
+
+def _check_room(st: WorkingState, what: str) -> None:
+    """Fail early, and clearly, when a pool keeps fewer live brokers than a topic has replicas."""
+    for g, group in enumerate(st.groups):
+        live = sum(1 for b in group.brokers if st.eligible[b])
+        rf = max((len(st.replicas[p]) for p in range(st.np) if st.group_of(p) == g), default=0)
+        if rf > live:
+            raise ValidationError(
+                f"{what}: {group.name!r} would keep {live} live brokers, fewer than the "
+                f"replication factor {rf} of its topics"
+            )
+
+
+def _brokers(cluster: ClusterModel, brokers: Sequence[int], what: str) -> list[int]:
+    if not brokers:
+        raise ValidationError(f"{what}: name at least one broker")
+    for b in brokers:
+        cluster.broker(b)  # unknown broker -> ValidationError
+    return sorted(set(brokers))
+
+
+def _topic_filter(st: WorkingState, topics: Sequence[str] | None, pool: str | None,
+                  pools: PoolSet | None):
+    """Which partitions a rebalance may touch: listed topics, one pool, or everything."""
+    if topics:
+        missing = [t for t in topics if t not in st.topic_id]
+        if missing:
+            raise ValidationError(f"unknown topic {missing[0]!r}")
+    wanted = {st.topic_id[t] for t in topics} if topics else None
+    group = None
+    if pool is not None:
+        if pools is None:
+            raise ValidationError("--pool needs a pools file (--pools)")
+        pools.pool(pool)
+        group = next(i for i, g in enumerate(st.groups) if g.name == pool)
+    if wanted is None and group is None:
+        return None
+    return lambda p: ((wanted is None or st.topic[p] in wanted)
+                      and (group is None or st.group_of(p) == group))
+
+
+def plan_rebalance(cluster: ClusterModel, pools: PoolSet | None = None,
+                   options: PlannerOptions = DEFAULT_OPTIONS, topics: Sequence[str] | None = None,
+                   pool: str | None = None) -> PlanResult:
+    """Full rebalance, or only the listed topics, or only one pool's topics."""
+    st = WorkingState(cluster, pools)
+    return optimize(st, options, "rebalance", movable=_topic_filter(st, topics, pool, pools))
+
+
+def plan_add_brokers(cluster: ClusterModel, brokers: Sequence[int], pools: PoolSet | None = None,
+                     options: PlannerOptions = DEFAULT_OPTIONS) -> PlanResult:
+    """Balance load onto the new brokers only: no replica or leader moves between old brokers."""
+    new = _brokers(cluster, brokers, "add-brokers")
+    dead = [b for b in new if not cluster.brokers[b].alive]
+    if dead:
+        raise ValidationError(f"add-brokers: broker {dead[0]} is not alive")
+    st = WorkingState(cluster, pools)
+    return optimize(st, options, "add-brokers", destinations=[st.index[b] for b in new])
+
+
+def plan_remove_brokers(cluster: ClusterModel, brokers: Sequence[int], pools: PoolSet | None = None,
+                        options: PlannerOptions = DEFAULT_OPTIONS) -> PlanResult:
+    """Drain the brokers (decommission): every replica leaves, nothing new arrives."""
+    gone = _brokers(cluster, brokers, "remove-brokers")
+    st = WorkingState(cluster, pools, excluded=gone)
+    _check_room(st, "remove-brokers")
+    return optimize(st, options, "remove-brokers", soft=False, fix=_DRAIN)
+
+
+def plan_demote(cluster: ClusterModel, brokers: Sequence[int], pools: PoolSet | None = None,
+                options: PlannerOptions = DEFAULT_OPTIONS) -> PlanResult:
+    """Move preferred leadership off the brokers; their replicas stay where they are."""
+    demoted = _brokers(cluster, brokers, "demote")
+    st = WorkingState(cluster, pools, demoted=demoted)
+    return optimize(st, options, "demote", soft=False, fix=_DRAIN, leadership_only=True)
+
+
+def plan_fix_offline(cluster: ClusterModel, pools: PoolSet | None = None,
+                     options: PlannerOptions = DEFAULT_OPTIONS) -> PlanResult:
+    """Re-create the replicas of dead brokers on live ones (offline/under-replicated repair)."""
+    st = WorkingState(cluster, pools)
+    _check_room(st, "fix-offline")
+    return optimize(st, options, "fix-offline", soft=False, fix=_DRAIN)
+
+
+def plan_replace_broker(cluster: ClusterModel, old: int, new: int, pools: PoolSet | None = None,
+                        options: PlannerOptions = DEFAULT_OPTIONS) -> PlanResult:
+    """Every replica of ``old`` moves to ``new``, keeping its place in the replica list."""
+    _brokers(cluster, [old, new], "replace-broker")
+    if old == new:
+        raise ValidationError("replace-broker: the old and new broker are the same")
+    st = WorkingState(cluster, pools, excluded=[old])
+    src, dst = st.index[old], st.index[new]
+
+    def replace(run: Run) -> None:
+        for p in range(st.np):
+            if src in st.replicas[p] and not run.try_move(p, src, dst):
+                raise ValidationError(
+                    f"replace-broker: the replica of {st.tps[p]} cannot move from broker {old} "
+                    f"to {new}{why_no_broker(run, p, src)}"
+                )
+
+    return optimize(st, options, "replace-broker", destinations=[dst], prepare=replace, soft=False,
+                    fix=_DRAIN)
+
+
+def plan_migrate_pool(cluster: ClusterModel, pools: PoolSet, topics: Sequence[str] | None = None,
+                      options: PlannerOptions = DEFAULT_OPTIONS) -> PlanResult:
+    """Move topics (all pooled topics, or the listed ones) onto their pool's brokers."""
+    st = WorkingState(cluster, pools)
+    return optimize(st, options, "migrate-pool", movable=_topic_filter(st, topics, None, pools),
+                    soft=False, fix=("pool_membership",))
+
+
+def plan_set_replication_factor(cluster: ClusterModel, topics: Sequence[str], replication_factor: int,
+                                pools: PoolSet | None = None,
+                                options: PlannerOptions = DEFAULT_OPTIONS) -> PlanResult:
+    """Change the topics' replication factor; new replicas go inside the topic's pool."""
+    if not topics:
+        raise ValidationError("set-rf: name at least one topic")
+    if replication_factor < 1:
+        raise ValidationError(f"set-rf: replication factor must be at least 1, got {replication_factor}")
+    st = WorkingState(cluster, pools)
+    movable = _topic_filter(st, topics, None, pools)
+    for t in topics:
+        group = st.groups[st.group_of_topic[st.topic_id[t]]]
+        live = sum(1 for b in group.brokers if st.eligible[b])
+        if replication_factor > live:
+            raise ValidationError(
+                f"set-rf: topic {t!r} cannot have {replication_factor} replicas: "
+                f"{group.name!r} has {live} live brokers"
+            )
+
+    def change(run: Run) -> None:
+        for p in range(st.np):
+            if movable(p):
+                while len(st.replicas[p]) < replication_factor:
+                    _add_replica(run, p)
+                while len(st.replicas[p]) > replication_factor:
+                    _drop_replica(run, p)
+
+    return optimize(st, options, "set-rf", movable=movable, prepare=change, soft=False,
+                    fix=("rack_awareness",))
+
+
+def _add_replica(run: Run, p: int) -> None:
+    """A new follower on the least loaded broker that keeps racks spread and capacity."""
+    st = run.state
+    rf = len(st.replicas[p]) + 1
+    limit = -(-rf // max(1, RackAwarenessGoal.racks(run, st.group_of(p))))
+    per_rack = Counter(st.rack[b] for b in st.replicas[p])
+    capacity = CapacityGoal()
+    best = None
+    for b in st.groups[st.group_of(p)].brokers:
+        if (st.eligible[b] and b not in st.replicas[p] and per_rack[st.rack[b]] < limit
+                and st.disk[b] + st.size[p] <= capacity._limits(run, b)[0]):
+            key = (st.count[b], st.disk[b], b)
+            best = key if best is None or key < best else best
+    if best is None:
+        raise ValidationError(f"set-rf: no broker can take a new replica of {st.tps[p]} "
+                              "(rack awareness and disk capacity leave none)")
+    if not run.room_for_move(st.size[p]):
+        raise ValidationError(f"set-rf: the move caps leave no room for a new replica of {st.tps[p]}")
+    st.add_replica(p, best[2])
+
+
+def _drop_replica(run: Run, p: int) -> None:
+    """Drop the follower on the most crowded rack, then on the broker with most replicas."""
+    st = run.state
+    per_rack = Counter(st.rack[b] for b in st.replicas[p])
+    victim = max(st.replicas[p][1:], key=lambda b: (per_rack[st.rack[b]], st.count[b], b))
+    st.drop_replica(p, victim)

@@ -1,0 +1,85 @@
+"""The goal optimizer: hard goals first, then soft goals in priority order, each vetoing the rest.
+
+Cruise Control's GoalOptimizer without its threads, caches and I/O: one pure function from a
+working state to a plan. A goal may only take actions that every goal before it accepts (and
+every hard goal, always); after all goals ran the plan is the diff between the original and
+the final assignment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from kafka_ops.errors import ValidationError
+from kafka_ops.plan import ReassignmentPlan
+from kafka_ops.planner.context import PlannerOptions, Run
+from kafka_ops.planner.goals import HARD_GOALS, SoftGoal, soft_goals
+from kafka_ops.planner.hard import HardGoal
+from kafka_ops.planner.state import WorkingState
+from kafka_ops.planner.summary import GoalResult, PlanSummary, summarize
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """The reassignment to run and what it achieves."""
+
+    plan: ReassignmentPlan
+    summary: PlanSummary
+
+
+def check_hard_goals(run: Run, goals: Iterable[HardGoal] = HARD_GOALS) -> None:
+    """Raise for the first hard goal with a violation the plan should have fixed."""
+    for goal in goals:
+        problems = goal.violations(run)
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise ValidationError(f"hard goal {goal.name} cannot be satisfied: {problems[0]}{more}")
+
+
+def optimize(
+    state: WorkingState,
+    options: PlannerOptions,
+    mode: str,
+    movable: Callable[[int], bool] | None = None,
+    destinations: Iterable[int] | None = None,
+    prepare: Callable[[Run], None] | None = None,
+    soft: bool = True,
+    fix: tuple[str, ...] | None = None,
+    leadership_only: bool = False,
+) -> PlanResult:
+    """Run the goals on the state (which it changes) and return the plan and its summary.
+
+    ``movable`` limits which partitions may change, ``destinations`` which brokers may receive
+    replicas or leadership; ``prepare`` makes the mode's own changes (replication factor,
+    demotion, replacement) under the hard goals' vetoes before the goals run. With
+    ``soft=False`` only the hard goals run. ``fix`` names the hard goals whose existing
+    violations the plan must repair (default: all); the others only veto, so a repair plan never
+    makes them worse but is not blamed for what it was not asked to fix. ``leadership_only``
+    forbids replica moves altogether (demotion).
+    """
+    goals: list[SoftGoal] = soft_goals(options.goals) if soft else []
+    run = Run(state, options, movable, destinations, leadership_only)
+    fixing = [g for g in HARD_GOALS if fix is None or g.name in fix]
+    before = {g.name: g.measure(run) for g in (*HARD_GOALS, *goals)}
+    run.bounds.clear()  # soft bounds settle after the hard goals drained what must go
+    run.vetoes = list(HARD_GOALS)
+    if prepare is not None:
+        prepare(run)
+    for goal in fixing:
+        goal.optimize(run)
+    check_hard_goals(run, fixing)
+    worse: list[str] = []
+    for goal in goals:
+        start = goal.imbalance(run)
+        goal.optimize(run)
+        if goal.imbalance(run) > start + 1e-9:
+            worse.append(goal.name)
+        run.vetoes.append(goal)
+    check_hard_goals(run, fixing)
+    results = [
+        GoalResult(g.name, g.hard, before[g.name], g.measure(run), g.name in worse)
+        for g in (*HARD_GOALS, *goals)
+    ]
+    plan = ReassignmentPlan.from_assignment(state.changed())
+    return PlanResult(plan, summarize(mode, state, plan, results, run.capped))

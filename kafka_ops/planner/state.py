@@ -1,0 +1,263 @@
+"""The planner's working copy of a cluster: integer-indexed arrays with incremental load sums.
+
+ClusterModel is immutable and keyed by names; planning a 270,000-replica cluster means millions
+of "what if this replica moved" questions, so the planner works on plain lists indexed by
+partition and broker position, and every applied action updates the per-broker and per-topic
+sums in O(replication factor). The plan is the diff between this state and the original
+(Cruise Control's AnalyzerUtils.getDiff), never a log of the actions taken.
+
+Load model (per replica): disk = the partition's size on every replica; network in = the
+partition's bytes-in on every replica (producers to the leader, replication fetches to the
+followers); network out = bytes-out plus bytes-in x (RF - 1) on the leader only (consumers and
+follower fetches are served by the leader); leader bytes-in = bytes-in on the leader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from kafka_ops.errors import ValidationError
+from kafka_ops.model import ClusterModel, TopicPartition
+from kafka_ops.pools import PoolSet
+
+# Per-broker loads a balance goal can even out, and the WorkingState list holding each.
+RESOURCES = {
+    "replicas": "count",
+    "leaders": "leaders",
+    "disk": "disk",
+    "network_in": "net_in",
+    "network_out": "net_out",
+    "leader_bytes_in": "leader_in",
+}
+
+
+@dataclass(frozen=True)
+class Group:
+    """Brokers that balance against each other and the partitions that live on them.
+
+    A pool with its topics, or (without pools) the whole cluster. ``balance`` is False for a
+    group whose partitions may only move when a hard goal forces them (unpooled topics on a
+    cluster where every broker is pooled).
+    """
+
+    name: str
+    brokers: tuple[int, ...]  # broker indexes
+    balance: bool = True
+
+
+class WorkingState:
+    """Mutable assignment plus load bookkeeping, built once from a ClusterModel."""
+
+    def __init__(
+        self,
+        cluster: ClusterModel,
+        pools: PoolSet | None = None,
+        excluded: Iterable[int] = (),
+        demoted: Iterable[int] = (),
+    ) -> None:
+        self.cluster = cluster
+        for bid in (*excluded, *demoted):
+            cluster.broker(bid)  # unknown broker -> ValidationError
+        # Replicas on brokers the cluster no longer lists (a dead broker leaves ZooKeeper's
+        # /brokers/ids) are offline replicas: model those brokers as dead.
+        gone = sorted({r for p in cluster for r in p.replicas} - cluster.brokers.keys())
+        self.broker_ids: list[int] = [*cluster.brokers, *gone]
+        index = {b: i for i, b in enumerate(self.broker_ids)}
+        self.index = index
+        nb = len(self.broker_ids)
+        self.nb = nb
+        rack_ids: dict[str, int] = {}
+        self.rack: list[int] = []
+        for bid in self.broker_ids:
+            # A broker without a rack is a rack of its own: rack awareness then means distinct brokers.
+            rack = cluster.rack_of(bid)
+            key = rack if rack is not None else f"\0broker-{bid}"
+            self.rack.append(rack_ids.setdefault(key, len(rack_ids)))
+        self.alive = [b in cluster.brokers and cluster.brokers[b].alive for b in self.broker_ids]
+        excluded_set = {index[b] for b in excluded}
+        self.excluded = [i in excluded_set for i in range(nb)]
+        demoted_set = {index[b] for b in demoted}
+        self.demoted = [i in demoted_set for i in range(nb)]
+        # Brokers that may receive replicas (and leadership): alive and not excluded.
+        self.eligible = [self.alive[i] and not self.excluded[i] for i in range(nb)]
+
+        self.tps: list[TopicPartition] = list(cluster.partitions)
+        topic_ids: dict[str, int] = {}
+        self.topics: list[str] = []
+        self.topic: list[int] = []
+        self.size: list[int] = []
+        self.bytes_in: list[float] = []
+        self.bytes_out: list[float] = []
+        self.replicas: list[list[int]] = []
+        for p in cluster.partitions.values():
+            if p.topic not in topic_ids:
+                topic_ids[p.topic] = len(self.topics)
+                self.topics.append(p.topic)
+            self.topic.append(topic_ids[p.topic])
+            self.size.append(p.size_bytes)
+            self.bytes_in.append(p.bytes_in_per_sec)
+            self.bytes_out.append(p.bytes_out_per_sec)
+            if len(set(p.replicas)) != len(p.replicas):
+                raise ValidationError(f"{p.tp} lists a broker twice in its replicas {list(p.replicas)}")
+            if not p.replicas:
+                raise ValidationError(f"{p.tp} has no replicas")
+            self.replicas.append([index[r] for r in p.replicas])
+        self.original: list[tuple[int, ...]] = [tuple(r) for r in self.replicas]
+        self.np = len(self.replicas)
+        self.topic_id = topic_ids
+        self._build_groups(pools)
+        self._build_loads()
+
+    # -- groups --------------------------------------------------------------------------
+    def _build_groups(self, pools: PoolSet | None) -> None:
+        """Each partition's group: the brokers it may live on and balances against."""
+        all_brokers = tuple(range(self.nb))
+        if pools is None:
+            self.groups = [Group("cluster", all_brokers)]
+            self.group_of_topic = [0] * len(self.topics)
+        else:
+            pools.validate(self.cluster)
+            names = sorted(pools.pools)
+            self.groups = [
+                Group(n, tuple(sorted(self.index[b] for b in pools.pools[n].brokers))) for n in names
+            ]
+            pooled = {self.index[b] for p in pools.pools.values() for b in p.brokers}
+            unpooled = tuple(i for i in all_brokers
+                             if i not in pooled and self.broker_ids[i] in self.cluster.brokers)
+            self.groups.append(Group("(unpooled)", unpooled or all_brokers, balance=bool(unpooled)))
+            gid = {n: i for i, n in enumerate(names)}
+            self.group_of_topic = []
+            for t in self.topics:
+                pool = pools.pool_for_topic(t)
+                self.group_of_topic.append(gid[pool.name] if pool else len(names))
+        self.broker_group = [-1] * self.nb
+        for g, group in enumerate(self.groups):
+            if group.balance or len(self.groups) == 1:
+                for b in group.brokers:
+                    self.broker_group[b] = g
+        self.in_group = [frozenset(g.brokers) for g in self.groups]
+
+    def group_of(self, p: int) -> int:
+        return self.group_of_topic[self.topic[p]]
+
+    # -- loads ---------------------------------------------------------------------------
+    def _build_loads(self) -> None:
+        nb = self.nb
+        self.count = [0] * nb
+        self.leaders = [0] * nb
+        self.disk = [0] * nb
+        self.net_in = [0.0] * nb
+        self.net_out = [0.0] * nb
+        self.leader_in = [0.0] * nb
+        self.topic_count: dict[int, int] = {}  # topic * nb + broker -> replicas
+        self.topic_leaders: dict[int, int] = {}  # topic * nb + broker -> leaders
+        for p, reps in enumerate(self.replicas):
+            t = self.topic[p] * nb
+            for b in reps:
+                self.count[b] += 1
+                self.disk[b] += self.size[p]
+                self.net_in[b] += self.bytes_in[p]
+                self.topic_count[t + b] = self.topic_count.get(t + b, 0) + 1
+            lead = reps[0]
+            self.leaders[lead] += 1
+            self.net_out[lead] += self.leader_out(p)
+            self.leader_in[lead] += self.bytes_in[p]
+            self.topic_leaders[t + lead] = self.topic_leaders.get(t + lead, 0) + 1
+        self.moved_bytes = 0
+        self.moves = 0
+        self.leader_changes = 0
+
+    def leader_out(self, p: int) -> float:
+        return self.bytes_out[p] + self.bytes_in[p] * (len(self.replicas[p]) - 1)
+
+    def load(self, resource: str) -> list[float]:
+        """The per-broker list for a resource name of RESOURCES (live, not a copy)."""
+        return getattr(self, RESOURCES[resource])
+
+    # -- actions -------------------------------------------------------------------------
+    def movable(self, p: int, b: int) -> bool:
+        """A replica moves at most once: only replicas still on an original broker may move."""
+        return b in self.original[p]
+
+    def move(self, p: int, src: int, dst: int) -> None:
+        """Move the replica of p on src to dst, in the same position of the replica list."""
+        reps = self.replicas[p]
+        slot = reps.index(src)
+        t = self.topic[p] * self.nb
+        size, bin_ = self.size[p], self.bytes_in[p]
+        self.count[src] -= 1
+        self.count[dst] += 1
+        self.disk[src] -= size
+        self.disk[dst] += size
+        self.net_in[src] -= bin_
+        self.net_in[dst] += bin_
+        self.topic_count[t + src] -= 1
+        self.topic_count[t + dst] = self.topic_count.get(t + dst, 0) + 1
+        if slot == 0:
+            self._shift_leader(p, src, dst)
+        reps[slot] = dst
+        self.moves += 1
+        self.moved_bytes += size
+
+    def make_leader(self, p: int, b: int, undo: bool = False) -> None:
+        """Put b first in p's replica list (the preferred leader), swapping with the old first.
+
+        ``undo`` takes back a change made a moment ago (b is the leader it replaced).
+        """
+        reps = self.replicas[p]
+        slot = reps.index(b)
+        old = reps[0]
+        self._shift_leader(p, old, b)
+        reps[0], reps[slot] = b, old
+        self.leader_changes += -1 if undo else 1
+
+    def _shift_leader(self, p: int, old: int, new: int) -> None:
+        t = self.topic[p] * self.nb
+        out, bin_ = self.leader_out(p), self.bytes_in[p]
+        self.leaders[old] -= 1
+        self.leaders[new] += 1
+        self.net_out[old] -= out
+        self.net_out[new] += out
+        self.leader_in[old] -= bin_
+        self.leader_in[new] += bin_
+        self.topic_leaders[t + old] -= 1
+        self.topic_leaders[t + new] = self.topic_leaders.get(t + new, 0) + 1
+
+    def add_replica(self, p: int, dst: int) -> None:
+        """Append a follower (replication factor up); the new replica counts as a move."""
+        leader = self.replicas[p][0]
+        self.net_out[leader] -= self.leader_out(p)
+        self.replicas[p].append(dst)
+        self.net_out[leader] += self.leader_out(p)
+        self._count_replica(p, dst, +1)
+        self.moves += 1
+        self.moved_bytes += self.size[p]
+
+    def drop_replica(self, p: int, b: int) -> None:
+        """Remove a follower (replication factor down); nothing is copied."""
+        reps = self.replicas[p]
+        if reps[0] == b:
+            raise ValueError("drop the leader only after moving leadership")
+        leader = reps[0]
+        self.net_out[leader] -= self.leader_out(p)
+        reps.remove(b)
+        self.net_out[leader] += self.leader_out(p)
+        self._count_replica(p, b, -1)
+
+    def _count_replica(self, p: int, b: int, sign: int) -> None:
+        key = self.topic[p] * self.nb + b
+        self.count[b] += sign
+        self.disk[b] += sign * self.size[p]
+        self.net_in[b] += sign * self.bytes_in[p]
+        self.topic_count[key] = self.topic_count.get(key, 0) + sign
+
+    # -- the diff ------------------------------------------------------------------------
+    def changed(self) -> dict[TopicPartition, tuple[int, ...]]:
+        """Target replica lists (broker ids) of every partition whose list changed."""
+        ids = self.broker_ids
+        return {
+            self.tps[p]: tuple(ids[b] for b in reps)
+            for p, reps in enumerate(self.replicas)
+            if tuple(reps) != self.original[p]
+        }

@@ -1,0 +1,185 @@
+"""Per-topic soft goals (vivo's dispersion goal): each topic's replicas and leaders spread evenly.
+
+Broker-level balance can hide a topic whose partitions sit on a few brokers; when that topic's
+traffic jumps, only those brokers feel it. Bounds are per topic: the topic's replicas (or
+leaders) divided by the live brokers of its pool, rounded outwards.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_left
+from collections.abc import Sequence
+
+from kafka_ops.planner.context import Move, Run
+
+_TAKERS = 4  # emptiest brokers tried per surplus replica: further ones rarely accept either
+
+
+def _topic_totals(run: Run) -> tuple[list[int], list[int]]:
+    """Replicas and partitions per topic (movable partitions only), computed once per run."""
+    key = ("topic_totals", 0)
+    if key not in run.memo:
+        st = run.state
+        replicas = [0] * len(st.topics)
+        partitions = [0] * len(st.topics)
+        for p, reps in enumerate(st.replicas):
+            replicas[st.topic[p]] += len(reps)
+            partitions[st.topic[p]] += 1
+        run.memo[key] = (replicas, partitions)
+    return run.memo[key]
+
+
+class TopicGoal:
+    """Shared bookkeeping of the two per-topic goals; ``leaders`` picks which one."""
+
+    hard = False
+
+    def __init__(self, name: str, leaders: bool, default_threshold: float = 0.0) -> None:
+        self.name = name
+        self.leaders = leaders
+        self.default_threshold = default_threshold
+
+    def __repr__(self) -> str:
+        return f"<goal {self.name}>"
+
+    def _counts(self, run: Run) -> dict[int, int]:
+        return run.state.topic_leaders if self.leaders else run.state.topic_count
+
+    def bounds(self, run: Run, t: int) -> tuple[int, int]:
+        key = (self.name, t)
+        if key not in run.memo:
+            st = run.state
+            replicas, partitions = _topic_totals(run)
+            n = len(run.group_brokers(st.group_of_topic[t])) or 1
+            mean = (partitions[t] if self.leaders else replicas[t]) / n
+            thr = run.options.thresholds.get(self.name, self.default_threshold)
+            run.memo[key] = (math.floor(mean * (1 - thr)), math.ceil(mean * (1 + thr)))
+        return run.memo[key]
+
+    def _ok(self, run: Run, deltas: dict[tuple[int, int], int]) -> bool:
+        st = run.state
+        counts = self._counts(run)
+        for (t, b), d in deltas.items():
+            if d == 0 or not st.eligible[b]:
+                continue
+            lo, hi = self.bounds(run, t)
+            new = counts.get(t * st.nb + b, 0) + d
+            if (d > 0 and new > hi) or (d < 0 and new < lo):
+                return False
+        return True
+
+    def accepts(self, run: Run, moves: Sequence[Move]) -> bool:
+        st = run.state
+        deltas: dict[tuple[int, int], int] = {}
+        for p, src, dst in moves:
+            if self.leaders and st.replicas[p][0] != src:
+                continue
+            t = st.topic[p]
+            deltas[t, src] = deltas.get((t, src), 0) - 1
+            deltas[t, dst] = deltas.get((t, dst), 0) + 1
+        return self._ok(run, deltas)
+
+    def accepts_leadership(self, run: Run, p: int, old: int, new: int) -> bool:
+        if not self.leaders:
+            return True
+        t = run.state.topic[p]
+        return self._ok(run, {(t, old): -1, (t, new): 1})
+
+    def _spread(self, run: Run) -> dict[int, tuple[int, int, int]]:
+        """Per topic of a balanced group: (max, min, brokers out of bounds) over live brokers."""
+        st = run.state
+        counts = self._counts(run)
+        seen: dict[int, list[int]] = {}
+        for key, c in counts.items():
+            t, b = divmod(key, st.nb)
+            if c and st.eligible[b] and st.groups[st.group_of_topic[t]].balance:
+                seen.setdefault(t, []).append(c)
+        out = {}
+        for t, values in seen.items():
+            n = len(run.group_brokers(st.group_of_topic[t]))
+            lo, hi = self.bounds(run, t)
+            low = min(values) if len(values) >= n else 0
+            bad = sum(1 for v in values if v > hi or v < lo) + (n - len(values) if lo > 0 else 0)
+            out[t] = (max(values), low, bad)
+        return out
+
+    def measure(self, run: Run) -> dict[str, float]:
+        spread = self._spread(run)
+        worst = max((hi - lo for hi, lo, _ in spread.values()), default=0)
+        bad_topics = sum(1 for _, _, bad in spread.values() if bad)
+        return {"max_minus_min": worst, "topics_out_of_bounds": bad_topics}
+
+    def imbalance(self, run: Run) -> float:
+        return float(sum(bad for _, _, bad in self._spread(run).values()))
+
+    # -- optimisation --------------------------------------------------------------------
+    def optimize(self, run: Run) -> None:
+        """Take replicas (leaders) of each topic off brokers above the topic's upper bound.
+
+        Brokers below the lower bound are filled only as a side effect: a broker missing a
+        topic is the common case on a grown cluster, and fixing each one would cost a swap.
+        """
+        st = run.state
+        counts = self._counts(run)
+        per_broker = run.replicas_on() if self.leaders else run.movable_replicas()
+        by_size = {} if self.leaders else {b: sorted((st.size[p], p) for p in parts)
+                                           for b, parts in enumerate(per_broker)}
+        on: dict[int, list[int]] = {}  # topic * brokers + broker -> partitions
+        for b, parts in enumerate(per_broker):
+            for p in parts:
+                on.setdefault(st.topic[p] * st.nb + b, []).append(p)
+        for t, (_, _, bad) in sorted(self._spread(run).items()):
+            if not bad:
+                continue
+            lo, hi = self.bounds(run, t)
+            key = t * st.nb
+            brokers = run.group_brokers(st.group_of_topic[t])
+            takers = [(counts.get(key + b, 0), b) for b in brokers if counts.get(key + b, 0) < hi]
+            heapq.heapify(takers)
+            for s in brokers:
+                while counts.get(key + s, 0) > hi and takers:
+                    emptiest = [heapq.heappop(takers) for _ in range(min(_TAKERS, len(takers)))]
+                    done = self._shed(run, t, s, [b for _, b in emptiest], on, by_size)
+                    for _, b in emptiest:
+                        if counts.get(key + b, 0) < hi:
+                            heapq.heappush(takers, (counts.get(key + b, 0), b))
+                    if not done or run.capped:
+                        break
+                if run.capped:
+                    return
+
+    def _shed(self, run: Run, t: int, s: int, takers: list[int], on: dict[int, list[int]],
+              by_size: dict[int, list[tuple[int, int]]]) -> bool:
+        """Move one replica (or leadership) of topic t off broker s to one of the takers."""
+        st = run.state
+        mine = [p for p in on.get(t * st.nb + s, ()) if s in st.replicas[p]
+                and (not self.leaders or st.replicas[p][0] == s)]
+        for d in takers:
+            for p in mine:
+                if self.leaders:
+                    if d in st.replicas[p] and run.try_lead(p, d):
+                        return True
+                    continue
+                if run.try_move(p, s, d):
+                    _forget(by_size[s], st.size[p], p)
+                    return True
+                if not run.options.topic_swaps:
+                    continue
+                # Earlier goals keep counts and disk level: trade for a similar replica of d.
+                lst = by_size[d]
+                i = bisect_left(lst, (st.size[p], -1))
+                for q_size, q in lst[max(0, i - 3):i + 3]:
+                    a, b = (p, s, d), (q, d, s)
+                    if st.movable(q, d) and self.accepts(run, (a, b)) and run.try_swap(a, b):
+                        _forget(by_size[s], st.size[p], p)
+                        _forget(lst, q_size, q)
+                        return True
+        return False
+
+
+def _forget(lst: list[tuple[int, int]], size: int, p: int) -> None:
+    i = bisect_left(lst, (size, p))
+    if i < len(lst) and lst[i] == (size, p):
+        del lst[i]

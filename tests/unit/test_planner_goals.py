@@ -1,0 +1,148 @@
+"""Goal behaviour on tiny hand-built clusters named after their scenario (Cruise Control's
+DeterministicCluster style): satisfiable and unsatisfiable hard goals, leadership before
+moves, small replicas first, goal order and thresholds, and the summary."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_ops.errors import ValidationError
+from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition
+from kafka_ops.planner import PlannerOptions, plan_rebalance
+
+GiB = 1024**3
+
+
+def part(topic: str, p: int, replicas: tuple[int, ...], size: int = GiB, rate: float = 1.0) -> Partition:
+    return Partition(topic, p, replicas, leader=replicas[0], size_bytes=size,
+                     bytes_in_per_sec=rate, bytes_out_per_sec=rate)
+
+
+def rack_aware_satisfiable() -> ClusterModel:
+    """Both replicas of t-0 in rack r0 although r1 has a broker with room."""
+    brokers = [Broker(0, "r0"), Broker(1, "r0"), Broker(2, "r1")]
+    return ClusterModel(brokers, [part("t", 0, (0, 1))])
+
+
+def test_rack_violation_is_repaired() -> None:
+    c = rack_aware_satisfiable()
+    result = plan_rebalance(c)
+    (reps,) = result.plan.replicas.values()
+    assert 2 in reps and len({c.rack_of(b) for b in reps}) == 2
+    rack = next(g for g in result.summary.goals if g.name == "rack_awareness")
+    assert (rack.before["violations"], rack.after["violations"]) == (1, 0)
+
+
+def test_rack_violation_that_capacity_forbids_fixing_names_both_goals() -> None:
+    full = BrokerCapacity(disk_bytes=GiB)  # 80% of 1 GiB cannot take a 1 GiB replica
+    brokers = [Broker(0, "r0"), Broker(1, "r0"), Broker(2, "r1", capacity=full)]
+    c = ClusterModel(brokers, [part("t", 0, (0, 1))])
+    with pytest.raises(ValidationError, match=r"^rack_awareness: .*t-0.*capacity"):
+        plan_rebalance(c)
+
+
+def test_capacity_exceeded_everywhere_fails_clearly() -> None:
+    cap = BrokerCapacity(disk_bytes=10 * GiB)
+    brokers = [Broker(i, capacity=cap) for i in range(2)]
+    c = ClusterModel(brokers, [part("t", p, (p % 2,), size=9 * GiB) for p in range(2)])
+    with pytest.raises(ValidationError, match="capacity"):
+        plan_rebalance(c)
+
+
+def test_leadership_changes_are_preferred_over_replica_moves() -> None:
+    # Replicas balanced (each broker holds 4), every leader on broker 0.
+    c = ClusterModel([Broker(i) for i in range(3)],
+                     [part("t", p, (0, 1 + p % 2)) for p in range(4)]
+                     + [part("u", p, (1, 2)) for p in range(2)])
+    result = plan_rebalance(c)
+    assert result.summary.replica_moves == 0
+    after = c.with_assignment(result.plan.replicas)
+    leaders = [len(after.leaders_on(b)) for b in range(3)]
+    assert max(leaders) - min(leaders) <= 1
+    assert result.summary.leader_changes == 2
+
+
+def test_when_balance_is_equal_the_smaller_replica_moves() -> None:
+    c = ClusterModel([Broker(0), Broker(1)],
+                     [part("t", 0, (0,), size=100 * GiB), part("t", 1, (0,), size=GiB)])
+    result = plan_rebalance(c, options=PlannerOptions(goals=("replica_count",)))
+    assert dict(result.plan.replicas) == {c.partitions[next(iter(result.plan.replicas))].tp: (1,)}
+    assert next(iter(result.plan.replicas)).partition == 1
+
+
+def test_goal_order_decides_what_gives() -> None:
+    # Broker 0: two small replicas; broker 1: one big one. Counts are within 1 already, disk is not.
+    c = ClusterModel([Broker(0), Broker(1), Broker(2)],
+                     [part("t", 0, (0,), size=GiB), part("t", 1, (0,), size=GiB),
+                      part("t", 2, (1,), size=30 * GiB)])
+    only_counts = plan_rebalance(c, options=PlannerOptions(goals=("replica_count",)))
+    assert only_counts.summary.replica_moves == 1  # 2,1,0 -> 1,1,1
+    disk_first = plan_rebalance(c, options=PlannerOptions(goals=("disk", "replica_count")))
+    after = disk_first.plan.replicas
+    assert all(reps != (1,) or tp.partition != 2 for tp, reps in after.items())
+
+
+def test_unknown_and_misplaced_goal_names_are_errors() -> None:
+    c = rack_aware_satisfiable()
+    with pytest.raises(ValidationError, match="unknown goal 'nope'"):
+        plan_rebalance(c, options=PlannerOptions(goals=("nope",)))
+    with pytest.raises(ValidationError, match="'rack_awareness' is a hard goal"):
+        plan_rebalance(c, options=PlannerOptions(goals=("rack_awareness",)))
+    with pytest.raises(ValidationError, match="listed twice"):
+        plan_rebalance(c, options=PlannerOptions(goals=("disk", "disk")))
+
+
+def test_threshold_widens_what_counts_as_balanced() -> None:
+    c = ClusterModel([Broker(0), Broker(1)],
+                     [part("t", p, (0,)) for p in range(6)] + [part("t", 9, (1,))])
+    strict = plan_rebalance(c, options=PlannerOptions(goals=("replica_count",)))
+    loose = plan_rebalance(c, options=PlannerOptions(goals=("replica_count",),
+                                                     thresholds={"replica_count": 0.3}))
+    assert strict.summary.replica_moves == 2  # 6/1 -> 4/3 (within one)
+    assert loose.summary.replica_moves == 1  # mean 3.5 +/- 30%, rounded out: 2..5, so 5/2
+
+
+def test_summary_estimates_duration_from_the_busiest_broker() -> None:
+    c = ClusterModel([Broker(0), Broker(1), Broker(2)],
+                     [part("t", p, (0,), size=10 * GiB) for p in range(3)])
+    result = plan_rebalance(c, options=PlannerOptions(goals=("replica_count",)))
+    s = result.summary
+    assert s.replica_moves == 2 and s.bytes_moved == 20 * GiB
+    # Broker 0 leads both moved partitions: it sends 20 GiB; each new replica fetches 10 GiB.
+    assert s.estimated_seconds(GiB) == pytest.approx(20.0)
+    data = s.to_dict(GiB)
+    assert data["estimated_seconds"] == 20.0 and data["replica_moves"] == 2
+    text = s.format_text(GiB)
+    assert "replica_count" in text and "estimated duration" in text
+
+
+def test_nothing_to_do_gives_an_empty_plan() -> None:
+    c = ClusterModel([Broker(0), Broker(1)], [part("t", 0, (0, 1)), part("t", 1, (1, 0))])
+    result = plan_rebalance(c)
+    assert len(result.plan) == 0
+    assert all(g.status == "satisfied" for g in result.summary.goals if g.hard)
+
+
+def test_leadership_is_passed_along_a_chain_when_no_direct_transfer_helps() -> None:
+    # Broker 0 leads four partitions followed only by 1; 1 leads two followed only by 2.
+    # 2 can only get a leader from 1, and 1 can only take one from 0: a chain 0 -> 1 -> 2.
+    c = ClusterModel([Broker(i) for i in range(3)],
+                     [part("t", p, (0, 1)) for p in range(4)] + [part("u", p, (1, 2)) for p in range(2)])
+    result = plan_rebalance(c, options=PlannerOptions(goals=("leader_count",)))
+    after = c.with_assignment(result.plan.replicas)
+    assert [len(after.leaders_on(b)) for b in range(3)] == [2, 2, 2]
+    assert result.summary.replica_moves == 0
+
+
+def test_topic_swaps_spread_a_topic_that_single_moves_cannot() -> None:
+    # Counts and disk already even (4 and 4), but each topic sits on one broker.
+    c = ClusterModel([Broker(0), Broker(1)],
+                     [part("a", p, (0,)) for p in range(4)] + [part("b", p, (1,)) for p in range(4)])
+    plain = plan_rebalance(c)
+    assert plain.summary.replica_moves == 0
+    swapped = plan_rebalance(c, options=PlannerOptions(topic_swaps=True))
+    after = c.with_assignment(swapped.plan.replicas)
+    for topic in ("a", "b"):
+        on = [sum(1 for p in after.topic(topic) if b in p.replicas) for b in (0, 1)]
+        assert on == [2, 2]
+    assert swapped.summary.replica_moves == 4
