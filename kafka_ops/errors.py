@@ -26,6 +26,10 @@ class ReassignmentInProgressError(KafkaOpsError):
     """Another reassignment runs already; Kafka's tool refuses to start a second one."""
 
 
+class NoReassignmentInProgressError(ValidationError):
+    """A cancel named partitions with nothing to cancel (Kafka's NO_REASSIGNMENT_IN_PROGRESS)."""
+
+
 class BrokerNotAvailableError(KafkaOpsError):
     """An operation needs a broker that is not alive."""
 

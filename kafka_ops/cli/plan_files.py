@@ -11,7 +11,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from kafka_ops.cli.common import add_json_flag, load_cluster, print_json
+from kafka_ops.cli.common import add_cluster_args, add_json_flag, cluster_given, load_cluster, print_json
 from kafka_ops.errors import ValidationError
 from kafka_ops.plan import ReassignmentPlan
 from kafka_ops.plan_report import (
@@ -58,12 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _plan_args(parser: argparse.ArgumentParser, cluster_required: bool) -> None:
     parser.add_argument("plan", metavar="PLAN", help="reassignment JSON file (Kafka's format)")
-    parser.add_argument(
-        "--cluster",
-        metavar="SNAPSHOT",
-        required=cluster_required,
-        help="cluster snapshot JSON file",
-    )
+    add_cluster_args(parser, required=cluster_required)
     add_json_flag(parser)
 
 
@@ -91,7 +86,7 @@ def write_files(files: dict[str, str]) -> None:
 
 def cmd_show(args: argparse.Namespace) -> int:
     plan = read_plan(args.plan)
-    if args.cluster:
+    if cluster_given(args):
         summary = summarize_plan(plan, load_cluster(args))
         if args.json:
             print_json({"plan": plan.to_dict(), "summary": summary.to_dict()})
@@ -140,12 +135,12 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     plan = read_plan(args.plan)
-    if args.cluster:
+    if cluster_given(args):
         cluster = load_cluster(args)
         plan.validate_against(cluster)
     if args.pools:
         check_plan_in_pools(plan, load_pools(args.pools))
-    checks = ["Kafka's rules"] + ["cluster"] * bool(args.cluster) + ["pools"] * bool(args.pools)
+    checks = ["Kafka's rules"] + ["cluster"] * cluster_given(args) + ["pools"] * bool(args.pools)
     if args.json:
         print_json({"valid": True, "partitions": len(plan), "checked": checks})
     else:

@@ -1,0 +1,557 @@
+"""The Admin API backend: KRaft and modern Kafka, reached only through the Kafka protocol.
+
+confluent-kafka's AdminClient does most of the work (describe cluster/topics/configs,
+incremental config changes for throttles, preferred leader election, topic and partition
+creation). kafka-python's KafkaAdminClient is used only for what confluent-kafka 2.x lacks:
+Alter/ListPartitionReassignments (KIP-455; None cancels) and DescribeLogDirs (partition sizes).
+
+Like Kafka's reassign tool, bad input is refused before anything is sent (unknown broker,
+duplicate replicas, nothing to cancel...), because the Admin API applies a request partition
+by partition: a bad entry would otherwise leave the good ones applied.
+
+Security settings use librdkafka's names (``security.protocol``, ``sasl.mechanism``,
+``sasl.username``, ``sasl.password``, ``ssl.*``) and go to both clients; they never appear in
+``repr``, logs or error messages.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from confluent_kafka import ElectionType, KafkaException, TopicCollection
+from confluent_kafka import TopicPartition as CkTopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    ResourceType,
+)
+from confluent_kafka.admin import ConfigResource as CkConfigResource
+
+from kafka_ops.backends.base import ConfigResource, OngoingReassignment
+from kafka_ops.errors import (
+    BackendError,
+    BrokerNotAvailableError,
+    InvalidReplicaAssignmentError,
+    NoReassignmentInProgressError,
+    ReassignmentInProgressError,
+    ValidationError,
+)
+from kafka_ops.model import Broker, ClusterModel, Partition, TopicPartition
+
+_LIBRDKAFKA_LOG = logging.getLogger(f"{__name__}.librdkafka")
+
+# librdkafka setting -> kafka-python KafkaAdminClient argument.
+_KAFKA_PYTHON_SECURITY = {
+    "security.protocol": "security_protocol",
+    "sasl.mechanism": "sasl_mechanism",
+    "sasl.mechanisms": "sasl_mechanism",
+    "sasl.username": "sasl_plain_username",
+    "sasl.password": "sasl_plain_password",
+    "ssl.ca.location": "ssl_cafile",
+    "ssl.certificate.location": "ssl_certfile",
+    "ssl.key.location": "ssl_keyfile",
+    "ssl.key.password": "ssl_password",
+    "ssl.endpoint.identification.algorithm": "ssl_check_hostname",
+}
+_SECRET_ARGS = ("sasl_plain_password", "ssl_password")  # kafka-python names of secrets
+_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+# ConfigEntry.source arrives as a plain int, not the ConfigSource enum.
+_CONFIG_SOURCE = {"topic": ConfigSource.DYNAMIC_TOPIC_CONFIG.value,
+                  "broker": ConfigSource.DYNAMIC_BROKER_CONFIG.value}
+_RESOURCE_TYPE = {"topic": ResourceType.TOPIC, "broker": ResourceType.BROKER}
+
+# Kafka error names that mean "the request was wrong", not "the cluster failed".
+_INVALID_REQUEST_ERRORS = {
+    "UNKNOWN_TOPIC_OR_PARTITION", "TOPIC_ALREADY_EXISTS", "INVALID_PARTITIONS",
+    "INVALID_REPLICATION_FACTOR", "INVALID_CONFIG", "INVALID_REQUEST", "INVALID_TOPIC_EXCEPTION",
+    "POLICY_VIOLATION",
+}
+
+
+class AdminApiBackend:
+    """A ClusterBackend speaking Kafka's Admin API to ``bootstrap_servers``."""
+
+    supports_incremental_reassignment = True
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        security: Mapping[str, str] | None = None,
+        *,
+        request_timeout_s: float = 30.0,
+        client_id: str = "kafka-ops",
+    ) -> None:
+        if not bootstrap_servers or not bootstrap_servers.strip():
+            raise ValidationError("bootstrap servers are empty; expected host:port[,host:port]")
+        self.bootstrap_servers = bootstrap_servers
+        self._security = _check_security(security or {})
+        self._timeout = request_timeout_s
+        self._client_id = client_id
+        # socket.timeout.ms bounds elect_leaders too: it crashes when given request_timeout
+        # or operation_timeout (confluent-kafka 2.16.1), so it runs on the client's defaults.
+        self._admin: AdminClient | None = AdminClient({
+            "bootstrap.servers": bootstrap_servers,
+            "client.id": client_id,
+            "socket.timeout.ms": int(request_timeout_s * 1000),
+            "logger": _LIBRDKAFKA_LOG,  # librdkafka's log lines go to Python logging, not stderr
+            **self._security,
+        })
+        self._legacy: Any = None  # kafka-python KafkaAdminClient, created on first use
+
+    def __repr__(self) -> str:
+        protocol = self._security.get("security.protocol", "PLAINTEXT")
+        return f"AdminApiBackend(bootstrap_servers={self.bootstrap_servers!r}, security={protocol})"
+
+    def close(self) -> None:
+        if self._legacy is not None:
+            self._legacy.close()
+            self._legacy = None
+        self._admin = None  # the last reference: librdkafka's handle is destroyed now
+
+    # -- reading ---------------------------------------------------------------------------
+    def describe_cluster(self) -> ClusterModel:
+        live = self._live_brokers()
+        metadata = self._call("describe topics", lambda: self._admin.list_topics(
+            timeout=self._timeout))
+        partitions = []
+        for topic in metadata.topics.values():
+            if topic.error is not None:
+                raise BackendError(f"describe topic {topic.topic!r}: {topic.error.str()}")
+            partitions.extend(
+                Partition(topic=topic.topic, partition=p.id, replicas=tuple(p.replicas),
+                          leader=p.leader, isr=tuple(p.isrs))
+                for p in topic.partitions.values()
+            )
+        sizes = self._partition_sizes(partitions, live)
+        partitions = [_with_size(p, sizes.get(p.tp, {})) for p in partitions]
+        brokers = list(live.values())
+        dead = {r for p in partitions for r in p.replicas} - set(live)
+        brokers.extend(Broker(id=b, alive=False) for b in sorted(dead))
+        return ClusterModel(brokers, partitions, self._topic_configs(sorted(metadata.topics)))
+
+    def _topic_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
+        """Dynamic overrides of every topic, in one DescribeConfigs request."""
+        if not topics:
+            return {}
+        resources = [CkConfigResource(ResourceType.TOPIC, t) for t in topics]
+        futures = self._call("describe topic configs", lambda: self._admin.describe_configs(
+            resources, request_timeout=self._timeout))
+        source = _CONFIG_SOURCE["topic"]
+        configs = {}
+        for resource, future in futures.items():
+            entries = self._call("describe topic configs", future.result)
+            overrides = {k: e.value for k, e in sorted(entries.items())
+                         if int(e.source) == source and e.value is not None}
+            if overrides:
+                configs[resource.name] = overrides
+        return configs
+
+    def _live_brokers(self) -> dict[int, Broker]:
+        cluster = self._call("describe cluster",
+                             lambda: self._admin.describe_cluster(
+                                 request_timeout=self._timeout).result())
+        return {n.id: Broker(id=n.id, rack=n.rack, host=n.host, port=n.port, alive=True)
+                for n in cluster.nodes}
+
+    def _partition_sizes(
+        self, partitions: list[Partition], live: Iterable[int]
+    ) -> dict[TopicPartition, dict[int, int]]:
+        """Replica sizes per partition and broker, from each live broker's log dirs.
+
+        Each broker is asked only for the replicas it hosts: kafka-python expands "all" into
+        every partition of the cluster (after describing every topic) for every broker.
+        """
+        hosted: dict[int, dict[str, list[int]]] = {b: {} for b in live}
+        for p in partitions:
+            for r in p.replicas:
+                if r in hosted:
+                    hosted[r].setdefault(p.topic, []).append(p.partition)
+        sizes: dict[TopicPartition, dict[int, int]] = {}
+        for broker, topics in hosted.items():
+            if not topics:
+                continue
+            answers = self._legacy_call("describe log dirs", lambda kp, b=broker, t=topics:
+                                        kp.describe_log_dirs(topic_partitions=t, brokers=[b]))
+            for answer in answers:
+                for log_dir in answer["log_dirs"]:
+                    for topic in log_dir["topics"]:
+                        for p in topic["partitions"]:
+                            if not p.get("is_future_key"):
+                                tp = TopicPartition(topic["name"], p["partition_index"])
+                                sizes.setdefault(tp, {})[answer["broker"]] = p["partition_size"]
+        return sizes
+
+    def list_reassignments(
+        self, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, OngoingReassignment]:
+        from kafka import TopicPartition as KpTopicPartition
+
+        wanted = None if partitions is None else [KpTopicPartition(*tp) for tp in partitions]
+        if wanted == []:
+            return {}
+        listed = self._legacy_call("list reassignments",
+                                   lambda kp: kp.list_partition_reassignments(wanted))
+        ongoing = {}
+        for ktp, state in listed.items():
+            tp = TopicPartition(ktp.topic, ktp.partition)
+            ongoing[tp] = OngoingReassignment(
+                tp=tp, replicas=tuple(state["replicas"]), adding=tuple(state["adding_replicas"]),
+                removing=tuple(state["removing_replicas"]))
+        return dict(sorted(ongoing.items()))
+
+    def describe_configs(self, resource: ConfigResource) -> dict[str, str]:
+        self._check_broker_reachable(resource)
+        ck = CkConfigResource(_RESOURCE_TYPE[resource.type], resource.name)
+        entries = self._call(f"describe configs of {resource.type} {resource.name!r}",
+                             lambda: self._admin.describe_configs(
+                                 [ck], request_timeout=self._timeout)[ck].result())
+        source = _CONFIG_SOURCE[resource.type]
+        return {name: e.value for name, e in sorted(entries.items())
+                if int(e.source) == source and e.value is not None}
+
+    # -- changing --------------------------------------------------------------------------
+    def create_topic(
+        self,
+        topic: str,
+        assignment: Mapping[int, Sequence[int]],
+        config: Mapping[str, str] | None = None,
+    ) -> None:
+        if sorted(assignment) != list(range(len(assignment))) or not assignment:
+            raise ValidationError(
+                f"topic {topic!r}: partition ids must be 0..n-1, got {sorted(assignment)}")
+        replicas = {TopicPartition(topic, p): list(r) for p, r in assignment.items()}
+        _check_replica_lists(replicas, self._live_brokers())
+        new = NewTopic(topic, num_partitions=len(assignment),
+                       replica_assignment=[list(assignment[p]) for p in range(len(assignment))],
+                       config=dict(config or {}))
+        futures = self._call(f"create topic {topic!r}",
+                             lambda: self._admin.create_topics(
+                                 [new], request_timeout=self._timeout))
+        self._call(f"create topic {topic!r}", futures[topic].result)
+
+    def create_partitions(self, topic: str, new_assignment: Mapping[int, Sequence[int]]) -> None:
+        if not new_assignment:
+            raise ValidationError(f"topic {topic!r}: no partitions to add")
+        metadata = self._call(f"describe topic {topic!r}", lambda: self._admin.list_topics(
+            topic=topic, timeout=self._timeout))
+        described = metadata.topics.get(topic)
+        if described is None or described.error is not None or not described.partitions:
+            raise ValidationError(f"unknown topic {topic!r}")
+        current = len(described.partitions)
+        expected = list(range(current, current + len(new_assignment)))
+        if sorted(new_assignment) != expected:
+            raise ValidationError(
+                f"topic {topic!r} has {current} partitions: new partition ids must be "
+                f"{expected[0]}..{expected[-1]}, got {sorted(new_assignment)}")
+        replicas = {TopicPartition(topic, p): list(r) for p, r in new_assignment.items()}
+        _check_replica_lists(replicas, self._live_brokers())
+        new = NewPartitions(topic, current + len(new_assignment),
+                            replica_assignment=[list(new_assignment[p]) for p in expected])
+        futures = self._call(f"create partitions of {topic!r}",
+                             lambda: self._admin.create_partitions(
+                                 [new], request_timeout=self._timeout))
+        self._call(f"create partitions of {topic!r}", futures[topic].result)
+
+    def alter_reassignments(self, targets: Mapping[TopicPartition, Sequence[int] | None]) -> None:
+        from kafka import TopicPartition as KpTopicPartition
+
+        if not targets:
+            raise ValidationError("Partition reassignment list cannot be empty")
+        moves = {tp: list(r) for tp, r in targets.items() if r is not None}
+        cancels = [tp for tp, r in targets.items() if r is None]
+        _check_replica_lists(moves, self._live_brokers())
+        self._check_partitions_exist(targets)
+        if cancels:
+            ongoing = self.list_reassignments(cancels)
+            idle = [tp for tp in cancels if tp not in ongoing]
+            if idle:
+                raise NoReassignmentInProgressError(
+                    f"No partition reassignment is in progress for {_names(idle)}: "
+                    "nothing to cancel")
+        request = {KpTopicPartition(tp.topic, tp.partition): (None if r is None else list(r))
+                   for tp, r in targets.items()}
+        results = self._legacy_call(
+            "alter reassignments",
+            lambda kp: kp.alter_partition_reassignments(request, int(self._timeout * 1000)))
+        failed = {TopicPartition(k.topic, k.partition): err for k, err in results.items()
+                  if err is not None}
+        if failed:
+            _raise_partition_errors("alter reassignments", failed)
+
+    def alter_configs(
+        self,
+        resource: ConfigResource,
+        set_configs: Mapping[str, str] | None = None,
+        delete_configs: Iterable[str] = (),
+    ) -> None:
+        set_configs = dict(set_configs or {})
+        delete = sorted(set(delete_configs))
+        both = sorted(set(set_configs) & set(delete))
+        if both:
+            raise ValidationError(f"configs both set and deleted: {', '.join(both)}")
+        if not set_configs and not delete:
+            return
+        self._check_broker_reachable(resource)
+        entries = [ConfigEntry(k, str(v), incremental_operation=AlterConfigOpType.SET)
+                   for k, v in sorted(set_configs.items())]
+        entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE)
+                    for k in delete]
+        ck = CkConfigResource(_RESOURCE_TYPE[resource.type], resource.name,
+                              incremental_configs=entries)
+        what = f"alter configs of {resource.type} {resource.name!r}"
+        futures = self._call(what, lambda: self._admin.incremental_alter_configs(
+            [ck], request_timeout=self._timeout))
+        self._call(what, futures[ck].result)
+
+    def elect_preferred_leaders(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, str | None]:
+        # confluent-kafka refuses duplicates (ValueError): ask once per partition.
+        wanted = [CkTopicPartition(*tp) for tp in dict.fromkeys(TopicPartition(*tp)
+                                                                  for tp in partitions)]
+        if not wanted:
+            return {}
+        # No request_timeout/operation_timeout here: confluent-kafka 2.16.1 crashes on them
+        # (SystemError); socket.timeout.ms, set at construction, bounds the call instead.
+        results = self._call("elect preferred leaders", lambda: self._admin.elect_leaders(
+            ElectionType.PREFERRED, wanted).result(self._timeout + 5))
+        outcome: dict[TopicPartition, str | None] = {}
+        for ctp, error in results.items():
+            name = None
+            if error is not None:
+                name = _error_name(error)
+                if name == "ELECTION_NOT_NEEDED":
+                    name = None
+            outcome[TopicPartition(ctp.topic, ctp.partition)] = name
+        return dict(sorted(outcome.items()))
+
+    # -- plumbing --------------------------------------------------------------------------
+    def _check_broker_reachable(self, resource: ConfigResource) -> None:
+        """A broker's own configs are served only by that broker (Kafka routes them there):
+        fail at once for a dead one instead of waiting out the request timeout."""
+        if resource.type != "broker" or resource.name == "":
+            return
+        if not resource.name.isdigit():
+            raise ValidationError(
+                f"broker config resource needs a broker id, not {resource.name!r}")
+        if int(resource.name) not in self._live_brokers():
+            raise BrokerNotAvailableError(
+                f"broker {resource.name} is not alive: the Admin API reads and changes a "
+                "broker's configs through that broker only")
+
+    def _check_partitions_exist(self, targets: Iterable[TopicPartition]) -> None:
+        topics = sorted({tp.topic for tp in targets})
+        futures = self._call("describe topics", lambda: self._admin.describe_topics(
+            TopicCollection(topics), request_timeout=self._timeout))
+        counts = {}
+        for topic, future in futures.items():
+            try:
+                counts[topic] = len(future.result().partitions)
+            except KafkaException as exc:
+                if _error_name(exc) != "UNKNOWN_TOPIC_OR_PARTITION":
+                    raise _backend_error("describe topics", exc) from None
+        unknown = [tp for tp in targets if not 0 <= tp.partition < counts.get(tp.topic, 0)]
+        if unknown:
+            raise ValidationError(f"unknown partition(s): {_names(unknown)}")
+
+    def _call(self, what: str, fn):
+        if self._admin is None:
+            raise BackendError(f"{what}: the backend is closed")
+        try:
+            return fn()
+        except KafkaException as exc:
+            raise _backend_error(what, exc) from None
+        except concurrent.futures.TimeoutError:
+            raise BackendError(f"{what}: no answer within {self._timeout:g}s") from None
+        finally:
+            self._admin.poll(0)  # serves queued librdkafka log lines to the logger
+
+    def _legacy_call(self, what: str, fn):
+        """Run a kafka-python call; once more after a connection failure, with the controller
+        looked up again (kafka-python caches it, and it may have died)."""
+        import kafka.errors as kp_errors
+
+        retriable = (kp_errors.KafkaConnectionError, kp_errors.NodeNotReadyError,
+                     kp_errors.UnknownBrokerIdError, kp_errors.NotControllerError,
+                     kp_errors.KafkaTimeoutError, kp_errors.RequestTimedOutError)
+        client = self._kafka_python()
+        for attempt in (1, 2):
+            try:
+                return fn(client)
+            except retriable as exc:
+                if attempt == 2:
+                    raise BackendError(f"{what}: {type(exc).__name__}: {exc}") from None
+                self._refresh_legacy_metadata(client)
+            except kp_errors.KafkaError as exc:
+                raise _legacy_error(what, exc) from None
+        raise AssertionError("unreachable")
+
+    def _refresh_legacy_metadata(self, client) -> None:
+        """kafka-python caches the broker list and the controller id: after a broker death or
+        restart, fetch them again (its private handles; there is no public refresh)."""
+        client._controller_id = None
+        refreshed = threading.Event()
+        client._manager.cluster.request_update().add_both(lambda _: refreshed.set())
+        refreshed.wait(self._timeout)
+
+    def _kafka_python(self):
+        if self._legacy is None:
+            from kafka import KafkaAdminClient
+            from kafka.errors import KafkaError as KpKafkaError
+
+            kwargs = {_KAFKA_PYTHON_SECURITY[k]: v for k, v in self._security.items()}
+            if "ssl_check_hostname" in kwargs:
+                kwargs["ssl_check_hostname"] = kwargs["ssl_check_hostname"].lower() == "https"
+            _install_redaction(kwargs.get(k, "") for k in _SECRET_ARGS)
+            try:
+                self._legacy = KafkaAdminClient(
+                    bootstrap_servers=self.bootstrap_servers.split(","),
+                    client_id=self._client_id,
+                    request_timeout_ms=int(self._timeout * 1000),
+                    bootstrap_timeout_ms=int(self._timeout * 1000),
+                    **kwargs,
+                )
+            except KpKafkaError as exc:
+                raise BackendError(
+                    f"cannot connect to {self.bootstrap_servers}: {type(exc).__name__}") from None
+        return self._legacy
+
+
+def _check_security(security: Mapping[str, str]) -> dict[str, str]:
+    unknown = sorted(set(security) - set(_KAFKA_PYTHON_SECURITY))
+    if unknown:
+        raise ValidationError(
+            f"unsupported security setting(s) {', '.join(unknown)}; expected some of "
+            f"{', '.join(sorted(_KAFKA_PYTHON_SECURITY))}")
+    protocol = security.get("security.protocol", "PLAINTEXT").upper()
+    if protocol not in _PROTOCOLS:
+        raise ValidationError(
+            f"unknown security.protocol {protocol!r}; expected one of {', '.join(_PROTOCOLS)}")
+    checked = {k: str(v) for k, v in security.items()}
+    if "security.protocol" in checked:
+        checked["security.protocol"] = protocol
+    return checked
+
+
+def _check_replica_lists(
+    targets: Mapping[TopicPartition, Sequence[int]], live: Mapping[int, Broker]
+) -> None:
+    """Kafka's reassign-tool checks, before anything is sent."""
+    for tp, replicas in sorted(targets.items()):
+        if not replicas:
+            raise InvalidReplicaAssignmentError(f"empty replica list for partition {tp}")
+        seen: set[int] = set()
+        for r in replicas:
+            if r in seen:
+                raise InvalidReplicaAssignmentError(
+                    f"duplicate replica {r} in the replica list of partition {tp}: "
+                    f"{list(replicas)}")
+            seen.add(r)
+    unknown = sorted({r for rs in targets.values() for r in rs} - set(live))
+    if unknown:
+        raise InvalidReplicaAssignmentError(
+            f"unknown broker id(s) {', '.join(map(str, unknown))}: not among the cluster's live "
+            f"brokers {sorted(live)}")
+
+
+def _with_size(partition: Partition, sizes: Mapping[int, int]) -> Partition:
+    if not sizes:
+        return partition
+    size = sizes.get(partition.leader, max(sizes.values()))
+    return Partition(partition.topic, partition.partition, partition.replicas, partition.leader,
+                     partition.isr, size_bytes=size)
+
+
+def _names(tps: Iterable[TopicPartition]) -> str:
+    return ", ".join(str(tp) for tp in sorted(tps))
+
+
+def _error_name(error: Any) -> str:
+    """Kafka's error name from a confluent KafkaException/KafkaError."""
+    if isinstance(error, KafkaException):
+        error = error.args[0]
+    return error.name() if hasattr(error, "name") else type(error).__name__
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, KafkaException):
+        error = error.args[0]
+    return error.str() if hasattr(error, "str") else str(error)
+
+
+def _typed_error(what: str, name: str, message: str) -> Exception:
+    text = f"{what}: {name}: {message}" if message else f"{what}: {name}"
+    if name == "INVALID_REPLICA_ASSIGNMENT":
+        return InvalidReplicaAssignmentError(text)
+    if name == "NO_REASSIGNMENT_IN_PROGRESS":
+        return NoReassignmentInProgressError(f"nothing to cancel: {text}")
+    if name == "REASSIGNMENT_IN_PROGRESS":
+        return ReassignmentInProgressError(text)
+    if name in ("BROKER_NOT_AVAILABLE", "REPLICA_NOT_AVAILABLE"):
+        return BrokerNotAvailableError(text)
+    if name in _INVALID_REQUEST_ERRORS:
+        return ValidationError(text)
+    return BackendError(text)
+
+
+def _backend_error(what: str, exc: KafkaException) -> Exception:
+    return _typed_error(what, _error_name(exc), _error_text(exc))
+
+
+def _legacy_error(what: str, exc: Exception) -> Exception:
+    """kafka-python error classes carry Kafka's name in ``message`` (e.g. NOT_CONTROLLER);
+    their text repeats the whole request, so only the name is kept."""
+    return _typed_error(what, getattr(exc, "message", type(exc).__name__), "")
+
+
+def _raise_partition_errors(what: str, failed: Mapping[TopicPartition, Any]) -> None:
+    """One error for a partly failed request; its type follows the first Kafka error name."""
+    by_name: dict[str, list[TopicPartition]] = {}
+    for tp, err in failed.items():
+        by_name.setdefault(getattr(err, "message", str(err)), []).append(tp)
+    details = "; ".join(f"{n} for {_names(t)}" for n, t in sorted(by_name.items()))
+    raise _typed_error(what, min(by_name), details)
+
+
+class _RedactSecrets(logging.Filter):
+    """kafka-python logs its configuration and, at DEBUG, every request it sends, SASL
+    tokens included: this filter masks the known secrets in any record of its loggers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.secrets: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        hidden = text
+        for secret in self.secrets:
+            hidden = hidden.replace(secret, "[hidden]")
+            hidden = hidden.replace(repr(secret.encode())[2:-1], "[hidden]")
+        if hidden != text:
+            record.msg, record.args = hidden, None
+        return True
+
+
+_REDACTION = _RedactSecrets()
+
+
+def _install_redaction(secrets: Iterable[str]) -> None:
+    """Filters sit on loggers, not inherited by children: put one on every kafka-python
+    logger (they exist once its modules are imported, which importing the client does)."""
+    import kafka.admin  # noqa: F401  (creates the loggers)
+
+    _REDACTION.secrets.update(s for s in secrets if s)
+    for name in list(logging.Logger.manager.loggerDict):
+        if name == "kafka" or name.startswith("kafka."):
+            logger = logging.getLogger(name)
+            if _REDACTION not in logger.filters:
+                logger.addFilter(_REDACTION)

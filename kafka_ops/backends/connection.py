@@ -1,0 +1,116 @@
+"""Where a cluster is and how to reach it; ``connect`` picks the backend that speaks to it.
+
+A ZooKeeper connect string (``host:port[,host:port...][/chroot]``, as in Kafka's
+``zookeeper.connect``) means ZooKeeper-mode Kafka and the kazoo backend; bootstrap servers mean
+the Admin API backend (KRaft or any modern Kafka). Credentials live here and nowhere else: the
+repr and str of a connection show that auth is configured, never the secret, so a connection
+can be logged or put in an error message safely.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kafka_ops.backends.base import ClusterBackend
+from kafka_ops.errors import ValidationError
+
+_HOST_PORT = re.compile(r"^[^\s/,:]+(:\d{1,5})?$")
+#: Keys of librdkafka/Kafka client security settings whose values are secrets.
+_SECRET_HINTS = ("password", "secret", "token", "key")
+
+
+def _is_secret(key: str) -> bool:
+    # "ssl.key.location" names a file, not a secret; "ssl.key.password" is one.
+    return any(h in key.lower() for h in _SECRET_HINTS) and not key.endswith(".location")
+
+
+@dataclass(frozen=True)
+class ZooKeeperAuth:
+    """Digest credentials (Kafka's ZooKeeper ACLs) or SASL/DIGEST-MD5 (a JAAS login)."""
+
+    username: str
+    password: str = field(repr=False)
+    scheme: str = "digest"  # "digest" (auth_data) or "sasl" (kazoo sasl_options)
+
+    def __post_init__(self) -> None:
+        if self.scheme not in ("digest", "sasl"):
+            raise ValidationError(
+                f"ZooKeeper auth scheme must be 'digest' or 'sasl', not {self.scheme!r}"
+            )
+        if not self.username or ":" in self.username:
+            raise ValidationError("ZooKeeper auth username must be non-empty and contain no ':'")
+
+    def __repr__(self) -> str:
+        return f"ZooKeeperAuth(scheme={self.scheme!r}, username={self.username!r}, password='***')"
+
+    __str__ = __repr__
+
+
+@dataclass(frozen=True)
+class ClusterConnection:
+    """Either ``zookeeper`` (ZooKeeper mode) or ``bootstrap_servers`` (Admin API), not both.
+
+    ``security`` holds Kafka client settings for the Admin API (``security.protocol``,
+    ``sasl.mechanism``, ``sasl.username``, ``sasl.password``, ``ssl.*``).
+    """
+
+    zookeeper: str | None = None
+    zookeeper_session_timeout_s: float = 18.0  # Kafka's zookeeper.session.timeout.ms default
+    zookeeper_connect_timeout_s: float = 15.0
+    zookeeper_auth: ZooKeeperAuth | None = None
+    bootstrap_servers: str | None = None
+    security: Mapping[str, str] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if bool(self.zookeeper) == bool(self.bootstrap_servers):
+            raise ValidationError(
+                "give either a ZooKeeper connect string or bootstrap servers (exactly one)"
+            )
+        if self.zookeeper:
+            validate_zookeeper_connect(self.zookeeper)
+        if self.zookeeper_session_timeout_s <= 0 or self.zookeeper_connect_timeout_s <= 0:
+            raise ValidationError("ZooKeeper timeouts must be positive")
+
+    def __repr__(self) -> str:
+        if self.zookeeper:
+            return (
+                f"ClusterConnection(zookeeper={self.zookeeper!r}, "
+                f"session_timeout_s={self.zookeeper_session_timeout_s}, "
+                f"auth={self.zookeeper_auth!r})"
+            )
+        shown = {k: ("***" if _is_secret(k) else v) for k, v in (self.security or {}).items()}
+        return (
+            f"ClusterConnection(bootstrap_servers={self.bootstrap_servers!r}, security={shown!r})"
+        )
+
+    __str__ = __repr__
+
+
+def validate_zookeeper_connect(connect: str) -> None:
+    """``host:port[,host:port...][/chroot]``, Kafka's zookeeper.connect format."""
+    hosts, slash, chroot = connect.partition("/")
+    if slash and (not chroot or chroot.endswith("/") or "//" in chroot):
+        raise ValidationError(f"ZooKeeper chroot '/{chroot}' is not a valid path in {connect!r}")
+    for host in hosts.split(","):
+        if not _HOST_PORT.match(host.strip()):
+            raise ValidationError(
+                f"ZooKeeper connect string {connect!r} has a bad host:port {host!r}"
+            )
+
+
+def connect(conn: ClusterConnection) -> ClusterBackend:
+    """A started backend for the connection: ZooKeeper (kazoo) or the Admin API."""
+    if conn.zookeeper:
+        from kafka_ops.backends.zookeeper import ZooKeeperBackend
+
+        return ZooKeeperBackend(
+            conn.zookeeper,
+            session_timeout_s=conn.zookeeper_session_timeout_s,
+            connect_timeout_s=conn.zookeeper_connect_timeout_s,
+            auth=conn.zookeeper_auth,
+        )
+    from kafka_ops.backends.admin import AdminApiBackend  # lazy: confluent-kafka is heavy
+
+    return AdminApiBackend(conn.bootstrap_servers, security=dict(conn.security or {}))

@@ -1,0 +1,750 @@
+"""The ZooKeeper backend: ZooKeeper-mode Kafka (up to 3.9) read and changed through its znodes.
+
+It does what Kafka's own ZooKeeper-mode tools did (``AdminZkClient``, ``ReassignPartitionsCommand
+--zookeeper`` of 2.8, ``kafka-preferred-replica-election``), with their checks and messages: the
+controller watches the znodes we write and does the work. Usage::
+
+    backend = ZooKeeperBackend("zk1:2181,zk2:2181/kafka")
+    cluster = backend.describe_cluster()
+    backend.alter_reassignments({TopicPartition("orders", 0): [4, 5, 6]})
+
+Reads of whole clusters (130,000 partitions) use ZooKeeper's multiRead, falling back to
+pipelined asynchronous gets (see ``zk_read``): sequential gets run at a few thousand per
+second. Every read-modify-write is versioned and re-run on a concurrent change (kazoo's
+Counter recipe), so we never overwrite what the controller wrote in between.
+
+Cancelling: ZooKeeper mode has no cancel API. We do what operators did: drop the partitions from
+/admin/reassign_partitions, rewrite each topic znode to its original replicas (RS minus AR, no
+AR/RR), then delete /controller so a new controller reloads the topic znodes and stops the
+moves. The replicas already created on target brokers are deleted by that controller.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import logging
+import re
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import (
+    BadVersionError,
+    KazooException,
+    NoAuthError,
+    NodeExistsError,
+    NoNodeError,
+)
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.recipe.watchers import ChildrenWatch
+from kazoo.retry import ForceRetryError, KazooRetry, RetryFailedError
+
+from kafka_ops.backends import zk_paths as zk
+from kafka_ops.backends.base import ConfigResource, OngoingReassignment
+from kafka_ops.backends.connection import ZooKeeperAuth, validate_zookeeper_connect
+from kafka_ops.backends.zk_read import ZnodeReader
+from kafka_ops.errors import (
+    AdminOperationError,
+    BackendError,
+    ClusterStateError,
+    InvalidReplicaAssignmentError,
+    KafkaOpsError,
+    NoReassignmentInProgressError,
+    ReassignmentInProgressError,
+    ValidationError,
+)
+from kafka_ops.model import Broker, ClusterModel, Partition, TopicPartition
+
+log = logging.getLogger(__name__)
+
+_MAX_ZNODE_BYTES = 1_000_000  # under jute.maxbuffer's default 0xfffff, leaving room for the header
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+_THROTTLED_REPLICAS = re.compile(r"^(\*|\d+:\d+(,\d+:\d+)*)$")
+_THROTTLE_LIST_KEYS = (
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
+)
+_RATE_KEYS = (
+    "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
+    "replica.alter.log.dirs.io.max.bytes.per.second",
+)
+
+T = TypeVar("T")
+
+
+class _Redact(logging.Filter):
+    """kazoo logs every request at DEBUG, Auth packets included ("user:password"): scrub the
+    credentials of every open backend from its log records."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.secrets: list[str] = []  # one entry per open backend (two may share a password)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.secrets:
+            message = record.getMessage()
+            if any(s in message for s in self.secrets):
+                for s in self.secrets:
+                    message = message.replace(s, "***")
+                record.msg, record.args = message, None
+        return True
+
+
+_kazoo_log = logging.getLogger(f"{__name__}.kazoo")
+_redact = _Redact()
+_kazoo_log.addFilter(_redact)
+
+
+def _translate_errors(method: Callable[..., T]) -> Callable[..., T]:
+    """ZooKeeper failures become BackendError with a one-line message (no kazoo tracebacks)."""
+
+    @functools.wraps(method)
+    def wrapper(self: ZooKeeperBackend, *args: Any, **kwargs: Any) -> T:
+        what = method.__name__
+        try:
+            return method(self, *args, **kwargs)
+        except KafkaOpsError:
+            raise
+        except NoAuthError:
+            raise BackendError(
+                f"ZooKeeper refused {what} at {self.hosts} (NoAuth): "
+                "the credentials lack permission"
+            ) from None
+        except RetryFailedError:
+            raise BackendError(
+                f"{what} gave up: the znodes kept changing or ZooKeeper kept failing"
+            ) from None
+        except (KazooException, KazooTimeoutError) as e:
+            raise BackendError(
+                f"ZooKeeper {what} failed at {self.hosts}: {type(e).__name__} {e}".rstrip()
+            ) from None
+
+    return wrapper
+
+
+class ZooKeeperBackend:
+    """A ClusterBackend on ZooKeeper-mode Kafka; connects on construction, ``close()`` when done.
+
+    ``election_timeout_s`` bounds the wait for the controller to act on a preferred leader
+    election. ``multi_read=False`` skips ZooKeeper 3.6's multiRead (detected anyway: an older
+    server makes us fall back to pipelined gets). Extra beyond the protocol: ``watch_brokers``
+    (broker liveness) and ``wait_for_brokers``.
+    """
+
+    supports_incremental_reassignment = False
+
+    def __init__(
+        self,
+        hosts: str,
+        *,
+        session_timeout_s: float = 18.0,
+        connect_timeout_s: float = 15.0,
+        auth: ZooKeeperAuth | None = None,
+        election_timeout_s: float = 30.0,
+        multi_read: bool = True,
+    ) -> None:
+        validate_zookeeper_connect(hosts)
+        self.hosts = hosts
+        self.election_timeout_s = election_timeout_s
+        options: dict[str, Any] = {}
+        if auth is not None and auth.scheme == "digest":
+            options["auth_data"] = [("digest", f"{auth.username}:{auth.password}")]
+        elif auth is not None:
+            if importlib.util.find_spec("puresasl") is None:
+                raise ValidationError(
+                    "SASL to ZooKeeper needs the pure-sasl package (pip install pure-sasl)"
+                )
+            options["sasl_options"] = {
+                "mechanism": "DIGEST-MD5",
+                "username": auth.username,
+                "password": auth.password,
+            }
+        self._secret = auth.password if auth is not None and auth.password else None
+        if self._secret:
+            _redact.secrets.append(self._secret)
+        self._retry = KazooRetry(max_tries=20, delay=0.02, backoff=2, max_delay=1.0)
+        self._client = KazooClient(
+            hosts=hosts, timeout=session_timeout_s, logger=_kazoo_log, **options
+        )
+        try:
+            self._client.start(timeout=connect_timeout_s)
+        except KazooTimeoutError:
+            self.close()
+            raise BackendError(
+                f"cannot connect to ZooKeeper at {hosts} within {connect_timeout_s:g}s"
+            ) from None
+        except KazooException as e:  # e.g. AuthFailedError
+            self.close()
+            raise BackendError(
+                f"cannot connect to ZooKeeper at {hosts}: {type(e).__name__}"
+            ) from None
+        self._reader = ZnodeReader(self._client, multi_read)
+
+    def __repr__(self) -> str:
+        return f"ZooKeeperBackend({self.hosts!r})"
+
+    def close(self) -> None:
+        self._client.stop()
+        self._client.close()
+        if self._secret in _redact.secrets:
+            _redact.secrets.remove(self._secret)
+        self._secret = None
+
+    def __enter__(self) -> ZooKeeperBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- low-level reads -----------------------------------------------------------------
+    def _get_many(self, paths: Sequence[str]) -> list[bytes | None]:
+        """Data of each path (None where the znode does not exist), in few round trips."""
+        return self._reader.read(paths)
+
+    def _children(self, path: str) -> list[str]:
+        try:
+            return self._retry(self._client.get_children, path)
+        except NoNodeError:
+            raise ClusterStateError(
+                f"no Kafka cluster at {self.hosts}: znode {path} does not exist (wrong chroot?)"
+            ) from None
+
+    def _read(self, path: str) -> bytes | None:
+        try:
+            return self._retry(self._client.get, path)[0]
+        except NoNodeError:
+            return None
+
+    def _topics(self, names: Iterable[str]) -> dict[str, zk.TopicZnode]:
+        names = list(names)
+        paths = [zk.topic_path(t) for t in names]
+        return {
+            t: zk.decode_topic(p, data)
+            for t, p, data in zip(names, paths, self._get_many(paths), strict=True)
+            if data is not None
+        }
+
+    def _pending_zk_reassignment(self) -> dict[TopicPartition, tuple[int, ...]]:
+        data = self._read(zk.REASSIGN_PARTITIONS)
+        return {} if data is None else zk.decode_reassignment(zk.REASSIGN_PARTITIONS, data)
+
+    def _live_broker_ids(self) -> set[int]:
+        return {int(b) for b in self._children(zk.BROKER_IDS) if b.isdigit()}
+
+    # -- versioned writes ----------------------------------------------------------------
+    def _update(self, path: str, modify: Callable[[bytes | None], bytes | None]) -> None:
+        """Read-modify-write ``path`` with its version; re-run on a concurrent change.
+
+        ``modify`` gets the current data (None: no znode) and returns the new data, or None to
+        delete the znode. Like kazoo's Counter: BadVersion and NodeExists force a retry.
+        """
+
+        def attempt() -> None:
+            try:
+                data, stat = self._client.get(path)
+            except NoNodeError:
+                data, stat = None, None
+            new = modify(data)
+            try:
+                if stat is None:
+                    if new is not None:
+                        self._client.create(path, new, makepath=True)
+                elif new is None:
+                    self._client.delete(path, version=stat.version)
+                else:
+                    self._client.set(path, new, version=stat.version)
+            except (BadVersionError, NodeExistsError, NoNodeError):
+                raise ForceRetryError() from None
+
+        self._retry(attempt)
+
+    def _notify_config_change(self, entity_type: str, name: str) -> None:
+        self._client.create(
+            zk.CONFIG_CHANGE_PREFIX,
+            zk.encode_config_change(entity_type, name),
+            sequence=True,
+            makepath=True,
+        )
+
+    # -- reading the cluster -------------------------------------------------------------
+    @_translate_errors
+    def describe_cluster(self) -> ClusterModel:
+        broker_paths = [
+            zk.broker_path(int(b)) for b in self._children(zk.BROKER_IDS) if b.isdigit()
+        ]
+        brokers = {
+            b.id: b
+            for b in (
+                zk.decode_broker(p, data)
+                for p, data in zip(broker_paths, self._get_many(broker_paths), strict=True)
+                if data is not None  # deregistered between the listing and the read
+            )
+        }
+        topics = self._topics(self._children(zk.TOPICS))
+        tps = [TopicPartition(t, p) for t, z in topics.items() for p in z.partitions]
+        state_paths = [zk.partition_state_path(*tp) for tp in tps]
+        partitions = []
+        for tp, path, data in zip(tps, state_paths, self._get_many(state_paths), strict=True):
+            replicas = topics[tp.topic].partitions[tp.partition]
+            if data is None:  # the controller has not created the partition yet: no leader
+                partitions.append(Partition(tp.topic, tp.partition, replicas))
+                continue
+            state = zk.decode_partition_state(path, data)
+            partitions.append(Partition(tp.topic, tp.partition, replicas, state.leader, state.isr))
+        config_paths = [zk.config_path(zk.CONFIG_TOPICS, t) for t in topics]
+        configs = {
+            t: zk.decode_config(p, data)
+            for t, p, data in zip(topics, config_paths, self._get_many(config_paths), strict=True)
+            if data is not None
+        }
+        dead = {r for p in partitions for r in p.replicas} - brokers.keys()
+        brokers.update({b: Broker(id=b, alive=False) for b in dead})
+        return ClusterModel(brokers.values(), partitions, {t: c for t, c in configs.items() if c})
+
+    @_translate_errors
+    def list_reassignments(
+        self, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, OngoingReassignment]:
+        """From the topic znodes' AR/RR (Kafka 2.4+); partitions only listed in
+        /admin/reassign_partitions (not yet started, or Kafka < 2.4) are reported as the
+        controller will run them: RS = TRS then ORS, AR = RS - ORS, RR = RS - TRS."""
+        wanted = None if partitions is None else set(partitions)
+        pending = self._pending_zk_reassignment()
+        if wanted is None:
+            names = self._children(zk.TOPICS)
+        else:
+            names = sorted({tp.topic for tp in wanted})
+        topics = self._topics(names)
+        out: dict[TopicPartition, OngoingReassignment] = {}
+        for topic, znode in topics.items():
+            for p, replicas in znode.partitions.items():
+                tp = TopicPartition(topic, p)
+                if znode.reassigning(p) and (wanted is None or tp in wanted):
+                    out[tp] = OngoingReassignment(
+                        tp, replicas, znode.adding.get(p, ()), znode.removing.get(p, ())
+                    )
+        for tp, target in pending.items():
+            if tp in out or (wanted is not None and tp not in wanted):
+                continue
+            znode = topics.get(tp.topic)
+            if znode is None or tp.partition not in znode.partitions:
+                continue  # Kafka drops entries for unknown partitions
+            original = znode.partitions[tp.partition]
+            replicas = tuple(dict.fromkeys((*target, *original)))
+            out[tp] = OngoingReassignment(
+                tp,
+                replicas,
+                tuple(r for r in replicas if r not in original),
+                tuple(r for r in replicas if r not in target),
+            )
+        return dict(sorted(out.items()))
+
+    # -- topics --------------------------------------------------------------------------
+    @_translate_errors
+    def create_topic(
+        self,
+        topic: str,
+        assignment: Mapping[int, Sequence[int]],
+        config: Mapping[str, str] | None = None,
+    ) -> None:
+        """AdminZkClient.createTopicWithAssignment: config znode first, then the topic znode
+        (v3, new topic id); the controller creates the partitions when it sees the child."""
+        _validate_topic_name(topic)
+        if sorted(assignment) != list(range(len(assignment))):
+            raise InvalidReplicaAssignmentError(
+                f"Partitions of topic '{topic}' should be a consecutive 0-based integer sequence, "
+                f"got {sorted(assignment)}"
+            )
+        _validate_assignment(assignment, self._live_broker_ids(), first_partition=0)
+        _validate_configs(config or {}, topic=True)
+        existing = self._children(zk.TOPICS)
+        if topic in existing:
+            raise ValidationError(f"Topic '{topic}' already exists.")
+        collides = [t for t in existing if t.replace(".", "_") == topic.replace(".", "_")]
+        if collides:
+            raise ValidationError(
+                f"Topic '{topic}' collides with existing topics: {', '.join(collides)}"
+            )
+        # setOrCreateEntityConfigs: a leftover config of a deleted topic is overwritten.
+        self._update(
+            zk.config_path(zk.CONFIG_TOPICS, topic), lambda _: zk.encode_config(config or {})
+        )
+        znode = zk.TopicZnode(
+            {p: tuple(r) for p, r in assignment.items()}, topic_id=zk.new_topic_id()
+        )
+        try:
+            self._client.create(zk.topic_path(topic), zk.encode_topic(znode), makepath=True)
+        except NodeExistsError:
+            raise ValidationError(f"Topic '{topic}' already exists.") from None
+
+    @_translate_errors
+    def create_partitions(self, topic: str, new_assignment: Mapping[int, Sequence[int]]) -> None:
+        """AdminZkClient.addPartitions: the topic znode gains the partitions (versioned write)."""
+        if not new_assignment:
+            raise ValidationError(f"no partitions to add to topic '{topic}'")
+        live = self._live_broker_ids()
+        pending = self._pending_zk_reassignment()
+
+        def modify(data: bytes | None) -> bytes:
+            if data is None:
+                raise ValidationError(f"Topic '{topic}' does not exist.")
+            znode = zk.decode_topic(zk.topic_path(topic), data)
+            if any(znode.reassigning(p) for p in znode.partitions) or any(
+                tp.topic == topic for tp in pending
+            ):
+                raise ReassignmentInProgressError(
+                    f"A partition reassignment is in progress for the topic '{topic}'."
+                )
+            count = len(znode.partitions)
+            if 0 not in znode.partitions:
+                raise ClusterStateError(
+                    f"Unexpected existing replica assignment for topic '{topic}', "
+                    "partition id 0 is missing."
+                )
+            if sorted(new_assignment) != list(range(count, count + len(new_assignment))):
+                raise InvalidReplicaAssignmentError(
+                    f"Topic '{topic}' has {count} partitions: new partition ids must be "
+                    f"{count}..{count + len(new_assignment) - 1}, got {sorted(new_assignment)}"
+                )
+            rf = len(znode.partitions[0])
+            _validate_assignment(new_assignment, live, first_partition=count, expected_rf=rf)
+            partitions = dict(znode.partitions) | {p: tuple(r) for p, r in new_assignment.items()}
+            return zk.encode_topic(
+                zk.TopicZnode(partitions, znode.adding, znode.removing, znode.topic_id)
+            )
+
+        self._update(zk.topic_path(topic), modify)
+
+    # -- reassignments -------------------------------------------------------------------
+    @_translate_errors
+    def alter_reassignments(self, targets: Mapping[TopicPartition, Sequence[int] | None]) -> None:
+        """Submit (like ReassignPartitionsCommand --zookeeper) or cancel (all targets None)."""
+        cancels = [tp for tp, r in targets.items() if r is None]
+        if cancels and len(cancels) != len(targets):
+            raise ValidationError(
+                "ZooKeeper mode cannot cancel and submit reassignments in one call: cancel first"
+            )
+        if cancels:
+            self._cancel(cancels)
+        else:
+            self._submit({tp: tuple(r) for tp, r in targets.items() if r is not None})
+
+    def _submit(self, targets: dict[TopicPartition, tuple[int, ...]]) -> None:
+        if self._client.exists(zk.REASSIGN_PARTITIONS):
+            raise ReassignmentInProgressError("There is an existing assignment running.")
+        if not targets:
+            raise ValidationError("Partition reassignment list cannot be empty")
+        for tp, replicas in targets.items():
+            if not replicas:
+                raise ValidationError(f"Partition replica list cannot be empty ({tp})")
+        for tp, replicas in targets.items():
+            dup = [str(b) for b, n in Counter(replicas).items() if n > 1]
+            if dup:
+                raise ValidationError(
+                    "Partition replica lists may not contain duplicate entries: "
+                    f"{tp} contains multiple entries for {','.join(dup)}"
+                )
+        topics = self._topics(sorted({tp.topic for tp in targets}))
+        missing = [
+            str(tp)
+            for tp in targets
+            if tp.topic not in topics or tp.partition not in topics[tp.topic].partitions
+        ]
+        if missing:
+            raise ValidationError(
+                f"The proposed assignment contains non-existent partitions: {','.join(missing)}"
+            )
+        live = self._live_broker_ids()
+        unknown = sorted({b for r in targets.values() for b in r} - live)
+        if unknown:
+            raise ValidationError(
+                "The proposed assignment contains non-existent brokerIDs: "
+                + ",".join(map(str, unknown))
+            )
+        data = _fits_in_a_znode(
+            zk.encode_reassignment(targets), f"a reassignment of {len(targets)} partitions"
+        )
+        try:
+            self._client.create(zk.REASSIGN_PARTITIONS, data, makepath=True)
+        except NodeExistsError:
+            raise ReassignmentInProgressError("There is an existing assignment running.") from None
+
+    def _cancel(self, partitions: list[TopicPartition]) -> None:
+        ongoing = self.list_reassignments(partitions)
+        idle = [str(tp) for tp in partitions if tp not in ongoing]
+        if idle:
+            raise NoReassignmentInProgressError(
+                f"No partition reassignment is in progress for {', '.join(idle)}: nothing to cancel"
+            )
+        cancelled = set(partitions)
+
+        def drop_entries(data: bytes | None) -> bytes | None:
+            if data is None:
+                return None
+            left = {
+                tp: r
+                for tp, r in zk.decode_reassignment(zk.REASSIGN_PARTITIONS, data).items()
+                if tp not in cancelled
+            }
+            return zk.encode_reassignment(left) if left else None
+
+        # First the znode, so that the controller failover below does not restart the moves.
+        self._update(zk.REASSIGN_PARTITIONS, drop_entries)
+        for topic in sorted({tp.topic for tp in partitions}):
+            mine = {tp.partition for tp in partitions if tp.topic == topic}
+
+            def revert(data: bytes | None, topic: str = topic, mine: set[int] = mine) -> bytes:
+                if data is None:
+                    raise ClusterStateError(
+                        f"znode {zk.topic_path(topic)} vanished during the cancel"
+                    )
+                znode = zk.decode_topic(zk.topic_path(topic), data)
+                partitions = dict(znode.partitions)
+                for p in mine:
+                    adding = znode.adding.get(p, ())
+                    partitions[p] = tuple(r for r in partitions[p] if r not in adding)
+                adding = {p: r for p, r in znode.adding.items() if p not in mine}
+                removing = {p: r for p, r in znode.removing.items() if p not in mine}
+                return zk.encode_topic(zk.TopicZnode(partitions, adding, removing, znode.topic_id))
+
+            self._update(zk.topic_path(topic), revert)
+        try:
+            self._client.delete(zk.CONTROLLER)
+        except NoNodeError:
+            pass  # no controller now: the next one loads the reverted znodes anyway
+        log.info(
+            "cancelled the reassignment of %d partitions; controller failover triggered",
+            len(partitions),
+        )
+
+    # -- configs -------------------------------------------------------------------------
+    def _config_entity(self, resource: ConfigResource) -> tuple[str, str]:
+        if resource.type == "topic":
+            if not self._client.exists(zk.topic_path(resource.name)):
+                raise ValidationError(f"Topic '{resource.name}' does not exist.")
+            return zk.CONFIG_TOPICS, resource.name
+        if resource.name in ("", zk.DEFAULT_BROKER):
+            return zk.CONFIG_BROKERS, zk.DEFAULT_BROKER
+        if not resource.name.isdigit():
+            raise ValidationError(
+                f"broker config resource needs a broker id, not {resource.name!r}"
+            )
+        return zk.CONFIG_BROKERS, str(int(resource.name))
+
+    @_translate_errors
+    def describe_configs(self, resource: ConfigResource) -> dict[str, str]:
+        entity_type, name = self._config_entity(resource)
+        path = zk.config_path(entity_type, name)
+        data = self._read(path)
+        return {} if data is None else zk.decode_config(path, data)
+
+    @_translate_errors
+    def alter_configs(
+        self,
+        resource: ConfigResource,
+        set_configs: Mapping[str, str] | None = None,
+        delete_configs: Iterable[str] = (),
+    ) -> None:
+        """AdminZkClient.changeEntityConfig: versioned update of /config/<type>/<name>, then a
+        /config/changes notice (v2) so the brokers reload it."""
+        set_configs = dict(set_configs or {})
+        delete = set(delete_configs)
+        both = sorted(delete & set_configs.keys())
+        if both:
+            raise ValidationError(f"config keys both set and deleted: {', '.join(both)}")
+        _validate_configs(set_configs, topic=resource.type == "topic")
+        entity_type, name = self._config_entity(resource)
+        path = zk.config_path(entity_type, name)
+
+        def modify(data: bytes | None) -> bytes:
+            config = {} if data is None else zk.decode_config(path, data)
+            config.update(set_configs)
+            for key in delete:
+                config.pop(key, None)
+            return zk.encode_config(config)
+
+        self._update(path, modify)
+        self._notify_config_change(entity_type, name)
+
+    # -- leaders -------------------------------------------------------------------------
+    @_translate_errors
+    def elect_preferred_leaders(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, str | None]:
+        """Write /admin/preferred_replica_election for the partitions whose preferred replica
+        does not lead, wait (bounded) for the controller to delete it, then read the result."""
+        wanted = list(dict.fromkeys(partitions))
+        results: dict[TopicPartition, str | None] = {}
+        leaders = self._leaders(wanted)
+        for tp in wanted:
+            if tp not in leaders:
+                results[tp] = "UNKNOWN_TOPIC_OR_PARTITION"
+        to_elect = [tp for tp, (leader, preferred) in leaders.items() if leader != preferred]
+        if to_elect:
+            try:
+                data = zk.encode_preferred_election(to_elect)
+                _fits_in_a_znode(data, f"an election of {len(to_elect)} partitions")
+                self._client.create(zk.PREFERRED_REPLICA_ELECTION, data, makepath=True)
+            except NodeExistsError:
+                path = zk.PREFERRED_REPLICA_ELECTION
+                running = zk.decode_preferred_election(path, self._read(path) or b"{}")
+                raise AdminOperationError(
+                    "Preferred replica leader election currently in progress for "
+                    f"{','.join(map(str, running))}. Aborting operation"
+                ) from None
+            self._wait_deleted(zk.PREFERRED_REPLICA_ELECTION, self.election_timeout_s)
+            leaders = self._leaders(wanted)
+        for tp, (leader, preferred) in leaders.items():
+            results[tp] = None if leader == preferred else "PREFERRED_LEADER_NOT_AVAILABLE"
+        return {tp: results[tp] for tp in wanted}
+
+    def _leaders(self, partitions: list[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
+        """(leader, preferred leader) of each existing partition."""
+        topics = self._topics(sorted({tp.topic for tp in partitions}))
+        known = [
+            tp
+            for tp in partitions
+            if tp.partition in getattr(topics.get(tp.topic), "partitions", {})
+        ]
+        paths = [zk.partition_state_path(*tp) for tp in known]
+        out = {}
+        for tp, path, data in zip(known, paths, self._get_many(paths), strict=True):
+            leader = -1 if data is None else zk.decode_partition_state(path, data).leader
+            replicas = topics[tp.topic].partitions[tp.partition]
+            out[tp] = (leader, replicas[0] if replicas else -1)
+        return out
+
+    def _wait_deleted(self, path: str, timeout: float) -> None:
+        gone = threading.Event()
+
+        def watch(event: object) -> None:
+            if not self._client.exists(path, watch=watch):
+                gone.set()
+
+        if self._client.exists(path, watch=watch) is None:
+            return
+        if not gone.wait(timeout):
+            raise BackendError(
+                f"the controller did not process {path} within {timeout:g}s "
+                "(is a controller running?); the znode is left for the next controller"
+            )
+
+    # -- liveness ------------------------------------------------------------------------
+    def watch_brokers(self, callback: Callable[[frozenset[int]], None]) -> Callable[[], None]:
+        """Call ``callback(live broker ids)`` now and on every registration or loss (a kazoo
+        ChildrenWatch on /brokers/ids). Returns a function that stops the watch. The callback
+        runs on kazoo's event thread: keep it short."""
+        self._children(zk.BROKER_IDS)  # a clear error for a wrong chroot
+        stopped = threading.Event()
+
+        def on_change(children: list[str]) -> bool:
+            if stopped.is_set():
+                return False
+            callback(frozenset(int(c) for c in children if c.isdigit()))
+            return True
+
+        ChildrenWatch(self._client, zk.BROKER_IDS, on_change)
+        return stopped.set
+
+    def wait_for_brokers(self, broker_ids: Iterable[int], alive: bool, timeout: float) -> None:
+        """Block until the brokers are all registered (alive) or all gone (BackendError after
+        ``timeout`` seconds)."""
+        ids = frozenset(broker_ids)
+        done = threading.Event()
+        stop = self.watch_brokers(
+            lambda live: done.set() if (ids <= live if alive else not ids & live) else None
+        )
+        try:
+            if not done.wait(timeout):
+                state = "registered" if alive else "deregistered"
+                raise BackendError(f"brokers {sorted(ids)} not {state} within {timeout:g}s")
+        finally:
+            stop()
+
+
+def _fits_in_a_znode(data: bytes, what: str) -> bytes:
+    """ZooKeeper's default jute.maxbuffer (1 MiB) caps a request; above it the server drops
+    the connection, which reads as a network failure. Say so before sending."""
+    if len(data) > _MAX_ZNODE_BYTES:
+        raise ValidationError(
+            f"{what} is {len(data):,} bytes, over ZooKeeper's default 1 MiB znode limit "
+            "(jute.maxbuffer): submit it in smaller batches"
+        )
+    return data
+
+
+def _validate_topic_name(topic: str) -> None:
+    """Kafka's Topic.validate."""
+    if not topic:
+        raise ValidationError("Topic name is illegal, it can't be empty")
+    if topic in (".", ".."):
+        raise ValidationError('Topic name cannot be "." or ".."')
+    if len(topic) > 249:
+        raise ValidationError(
+            f"Topic name is illegal, it can't be longer than 249 characters, topic name: {topic}"
+        )
+    if not _LEGAL_TOPIC.match(topic):
+        raise ValidationError(
+            f'Topic name "{topic}" is illegal, it contains a character other than '
+            "ASCII alphanumerics, '.', '_' and '-'"
+        )
+
+
+def _validate_assignment(
+    assignment: Mapping[int, Sequence[int]],
+    live: set[int],
+    first_partition: int,
+    expected_rf: int | None = None,
+) -> None:
+    """AdminZkClient.validateReplicaAssignment's checks and messages."""
+    if not assignment:
+        raise InvalidReplicaAssignmentError("The replica assignment is empty")
+    for p in sorted(assignment):
+        replicas = list(assignment[p])
+        if not replicas:
+            raise InvalidReplicaAssignmentError(
+                f"Cannot have replication factor of 0 for partition id {p}."
+            )
+        if len(set(replicas)) != len(replicas):
+            raise InvalidReplicaAssignmentError(
+                "Duplicate brokers not allowed in replica assignment: "
+                f"{', '.join(map(str, replicas))} for partition id {p}."
+            )
+        unknown = sorted(set(replicas) - live)
+        if unknown:
+            raise InvalidReplicaAssignmentError(
+                f"Unknown broker(s) in replica assignment: {', '.join(map(str, unknown))}."
+            )
+    rf = expected_rf or len(assignment[min(assignment)])
+    bad = {p: len(r) for p, r in sorted(assignment.items()) if len(r) != rf}
+    if bad:
+        raise InvalidReplicaAssignmentError(
+            f"Inconsistent replication factor between partitions, partition {first_partition} has "
+            f"{rf} while partitions [{', '.join(map(str, bad))}] have replication factors "
+            f"[{', '.join(map(str, bad.values()))}], respectively."
+        )
+
+
+def _validate_configs(config: Mapping[str, str], topic: bool) -> None:
+    """The throttle values Kafka validates (ThrottledReplicaListValidator, rates as longs)."""
+    for key, value in config.items():
+        if not isinstance(value, str):
+            raise ValidationError(f"config {key} must be a string, got {value!r}")
+        if (
+            topic
+            and key in _THROTTLE_LIST_KEYS
+            and not _THROTTLED_REPLICAS.match(value.replace(" ", ""))
+        ):
+            raise ValidationError(
+                f"Invalid value {value} for configuration {key}: must be the literal '*' or a list "
+                "of replicas in the following format: "
+                "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
+            )
+        if not topic and key in _RATE_KEYS and not (value.isdigit()):
+            raise ValidationError(
+                f"Invalid value {value} for configuration {key}: must be a non-negative long"
+            )
