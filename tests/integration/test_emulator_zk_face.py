@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,13 @@ from kazoo.client import KazooClient
 from kafka_ops.emulator.clock import ManualClock
 from kafka_ops.emulator.cluster import EmulatedCluster
 from kafka_ops.emulator.runtime import Emulator
-from kafka_ops.emulator.zk_face import ZooKeeperFace, topic_id_string
+from kafka_ops.emulator.zk_face import (
+    ZooKeeperFace,
+    parse_reassignment,
+    parse_topic,
+    topic_id_from_string,
+    topic_id_string,
+)
 from kafka_ops.errors import KafkaOpsError
 from kafka_ops.generator import generate_cluster
 from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition, TopicPartition
@@ -87,12 +94,13 @@ def env(zk_connect: str) -> Iterator[Env]:
     face = ZooKeeperFace(cluster, zk_connect).start()
     zk = KazooClient(hosts=zk_connect)
     zk.start(timeout=15)
+    env = Env(cluster, clock, face, zk)
     try:
-        yield Env(cluster, clock, face, zk)
+        yield env
     finally:
         zk.stop()
         zk.close()
-        face.stop()
+        env.face.stop()  # a test may have replaced it
 
 
 def reassign(env: Env, moves: dict[TopicPartition, list[int]]) -> None:
@@ -131,6 +139,18 @@ def test_znodes_follow_kafka_schemas(env: Env):
     for path in ("/brokers/seqid", "/config/changes", "/admin/delete_topics",
                  "/isr_change_notification", "/config/brokers"):
         assert env.zk.exists(path), path
+
+
+def test_znode_parsers_are_as_strict_as_kafka():
+    topic_id = str(uuid.uuid4())
+    assert topic_id_from_string(topic_id_string(topic_id)) == topic_id
+    assert parse_topic(b'{"version":1,"partitions":{"0":[1,2]}}') == (None, {0: ([1, 2], [], [])})
+    assert parse_reassignment(b'{"version":1}') == {}
+    for bad in (b'{"version":1,"partitions":[{"topic":"t","partition":true,"replicas":[1]}]}',
+                b'{"partitions":[{"topic":"t","partition":0,"replicas":[1],"log_dirs":["any"]}]}',
+                b'{"partitions":[{"topic":"t","partition":0,"replicas":["1"]}]}', b'[]'):
+        with pytest.raises(ValueError):
+            parse_reassignment(bad)
 
 
 def test_never_overwrites_another_cluster_but_clears_its_own_leftovers(env: Env, zk_connect):
