@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Register an emulated Kafka cluster in ZooKeeper and act as its brokers "
                     "and controller (reassignments, elections, config changes).",
     )
-    where = run.add_mutually_exclusive_group(required=True)
+    where = run.add_mutually_exclusive_group()
     where.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
                        help="ZooKeeper connect string (the chroot is created if missing)")
     where.add_argument("--embedded-zookeeper", action="store_true",
@@ -48,6 +48,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--speed", type=float, default=1.0,
                      help="simulated seconds per real second (3600: an hour per second)")
     run.add_argument("--cluster-id", default="kafka-ops-emulator")
+    run.add_argument("--mode", choices=("zk", "kraft"), default="zk",
+                     help="zk: ZooKeeper-mode Kafka (needs a ZooKeeper); kraft: Kafka 4 "
+                          "semantics, reached only through the wire protocol")
+    run.add_argument("--wire", action="store_true",
+                     help="also serve the Kafka protocol (Admin API) on 127.0.0.1, one "
+                          "listener per broker (always on with --mode kraft)")
     run.add_argument("--control-socket", metavar="PATH",
                      help="Unix socket accepting 'kafka-ops emulator fault' requests")
     run.set_defaults(func=_run)
@@ -72,6 +78,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     if not args.speed > 0:
         raise ValidationError(f"--speed must be positive, got {args.speed}")
+    wire = args.wire or args.mode == "kraft"
+    if args.mode == "zk" and not (args.zookeeper or args.embedded_zookeeper):
+        raise ValidationError("--mode zk needs --zookeeper or --embedded-zookeeper")
+    if args.mode == "kraft" and (args.zookeeper or args.embedded_zookeeper):
+        raise ValidationError("--mode kraft runs without ZooKeeper (Kafka 4 has none)")
     model = (load_snapshot(args.snapshot) if args.snapshot
              else generate_cluster(args.preset, seed=args.seed))
     stop = threading.Event()
@@ -82,12 +93,14 @@ def _run(args: argparse.Namespace) -> int:
         connect = server.connect_string + "/kafka" if server else args.zookeeper
         if server:
             print(f"embedded ZooKeeper: {connect}", flush=True)
-        with Emulator(model, zookeeper=connect, speed=args.speed,
-                      cluster_id=args.cluster_id) as emulator:
+        with Emulator(model, zookeeper=connect, mode=args.mode, speed=args.speed,
+                      cluster_id=args.cluster_id, wire=wire) as emulator:
+            if wire:
+                print(f"bootstrap servers: {emulator.bootstrap_servers}", flush=True)
             control = _control_server(args.control_socket, emulator.cluster)
             try:
                 print(f"emulator ready: {len(model.brokers)} brokers, {len(model.partitions)} "
-                      f"partitions, {model.replica_count} replicas on {connect} "
+                      f"partitions, {model.replica_count} replicas on {connect or 'the wire only'} "
                       f"(speed x{args.speed:g})", flush=True)
                 stop.wait()
             finally:
