@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from kafka_ops.charts import plot_broker_load
 from kafka_ops.cli.common import add_cluster_args, add_json_flag, load_cluster, parse_int_list, print_json
 from kafka_ops.errors import ValidationError
 from kafka_ops.model import ClusterModel
@@ -79,6 +80,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="replication throttle, for the duration estimate")
     parser.add_argument("--output", "-o", metavar="PLAN.json",
                         help="write the plan here and its rollback to PLAN.rollback.json")
+    parser.add_argument("--chart", metavar="FILE.png",
+                        help="draw per-broker load (replicas, leaders, disk, bytes in) before and after")
     add_json_flag(parser)
 
 
@@ -184,12 +187,16 @@ def _report(args: argparse.Namespace, cluster: ClusterModel, result: PlanResult)
         plan.write(args.output)
         plan.rollback(cluster).write(rollback_path(args.output))
         written = args.output
+    if args.chart:
+        plot_broker_load(cluster, cluster.with_assignment(plan.replicas), args.chart,
+                         title=f"Broker load before and after: {result.summary.mode}")
     if args.json:
         print_json({
             "summary": result.summary.to_dict(args.throttle),
             "plan": plan.to_dict(),
             "output": written,
             "rollback": str(rollback_path(written)) if written else None,
+            "chart": args.chart,
         })
         return 0
     print(result.summary.format_text(args.throttle))
@@ -197,6 +204,8 @@ def _report(args: argparse.Namespace, cluster: ClusterModel, result: PlanResult)
         print("\nnothing to change: no plan written" if args.output else "\nnothing to change")
     elif written:
         print(f"\nplan written to {written}; rollback to {rollback_path(written)}")
+    if args.chart:
+        print(f"broker load chart: {args.chart}")
     else:
         sys.stdout.write("\n" + plan.to_json())
     return 0

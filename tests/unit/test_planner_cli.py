@@ -86,3 +86,10 @@ def test_empty_plan_writes_nothing(tmp_path: Path, capsys) -> None:
     assert main(["plan", "fix-offline", "--cluster", str(snapshot), "-o", str(out)]) == 0
     assert "nothing to change" in capsys.readouterr().out
     assert not out.exists()
+
+
+def test_chart_draws_the_load_before_and_after(snapshot: Path, tmp_path: Path, capsys) -> None:
+    chart = tmp_path / "load.png"
+    assert main(["plan", "rebalance", "--cluster", str(snapshot), "--chart", str(chart)]) == 0
+    assert f"broker load chart: {chart}" in capsys.readouterr().out
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
