@@ -26,29 +26,46 @@ def broker_loads(model: ClusterModel) -> dict[str, list[float]]:
     return {"replicas": replicas, "leaders": leaders, "disk GiB": disk, "bytes in MiB/s": bytes_in}
 
 
+def load_panels(
+    before: ClusterModel, after: ClusterModel
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Per load kind, before and after values over the brokers of ``before``.
+
+    Kinds the cluster reports nothing for (traffic rates read through ZooKeeper or the Admin
+    API, which carry none) are left out rather than drawn as empty panels.
+    """
+    old = broker_loads(before)
+    new = broker_loads(after.with_brokers(before.brokers.values()))
+    kinds = [k for k in old if any(old[k]) or any(new[k])] or ["replicas"]
+    return {k: (old[k], new[k]) for k in kinds}
+
+
 def plot_broker_load(
     before: ClusterModel, after: ClusterModel, path: str | Path, title: str = "Broker load"
 ) -> Path:
-    """Write a PNG with one panel per load kind, before and after bars per broker."""
+    """Write a PNG with one panel per load kind (see load_panels), before and after bars."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     ids = list(before.brokers)
-    old, new = broker_loads(before), broker_loads(after.with_brokers(before.brokers.values()))
-    fig, axes = plt.subplots(len(old), 1, figsize=(max(8, len(ids) * 0.12 + 4), 2.6 * len(old)))
+    panels = load_panels(before, after)
+    fig, axes = plt.subplots(
+        len(panels), 1, figsize=(max(8, len(ids) * 0.12 + 4), 2.6 * len(panels)), squeeze=False
+    )
+    axes = axes[:, 0]
     positions = range(len(ids))
     width = 0.42
-    for ax, kind in zip(axes, old):
-        ax.bar([x - width / 2 for x in positions], old[kind], width, label="before", color="#c0504d")
-        ax.bar([x + width / 2 for x in positions], new[kind], width, label="after", color="#4f81bd")
+    for ax, (kind, (old, new)) in zip(axes, panels.items()):
+        ax.bar([x - width / 2 for x in positions], old, width, label="before", color="#c0504d")
+        ax.bar([x + width / 2 for x in positions], new, width, label="after", color="#4f81bd")
         ax.set_ylabel(kind)
         ax.margins(x=0.01)
         step = max(1, len(ids) // 40)
         ax.set_xticks(list(positions)[::step], [str(b) for b in ids][::step], fontsize=7)
-    axes[0].legend(loc="upper right")
-    axes[0].set_title(title)
+    axes[0].legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=2, frameon=False)
+    axes[0].set_title(title, loc="left")
     axes[-1].set_xlabel("broker id")
     fig.tight_layout()
     out = Path(path)

@@ -1,6 +1,6 @@
 """The before/after broker load chart."""
 
-from kafka_ops.charts import broker_loads, plot_broker_load
+from kafka_ops.charts import broker_loads, load_panels, plot_broker_load
 from kafka_ops.model import Broker, ClusterModel, Partition, TopicPartition
 
 
@@ -29,3 +29,12 @@ def test_chart_is_a_png_covering_every_broker(tmp_path):
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(data) > 10_000
+
+
+def test_kinds_without_data_are_left_out():
+    """Read through ZooKeeper a cluster has no sizes or rates: no empty panels for them."""
+    bare = ClusterModel([Broker(0), Broker(1)], [Partition("t", 0, (0,), leader=0)])
+    assert list(load_panels(bare, bare)) == ["replicas", "leaders"]
+    assert load_panels(bare, bare)["replicas"] == ([1, 0], [1, 0])
+    assert list(load_panels(_cluster(), _cluster())) == [
+        "replicas", "leaders", "disk GiB", "bytes in MiB/s"]
