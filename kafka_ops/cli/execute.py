@@ -1,0 +1,364 @@
+"""``kafka-ops execute|verify|cancel|status``: run a plan on a live cluster, safely.
+
+``execute PLAN`` runs (or resumes) the plan with a live progress bar and persists its state in
+``--state-dir`` so that a killed process can be started again with the same command.
+``verify PLAN`` is Kafka's verify (and clears throttles once nothing is moving), ``cancel``
+stops the execution recorded in the state directory (Kafka's cancel semantics: moves in flight
+are reverted, completed ones stay, a rollback plan is written) and ``status`` reads the state.
+
+Exit codes: 0 done; 1 some moves failed / not yet complete; 2 bad input or refused;
+3 paused (a broker went offline; run execute again to resume); 4 cancelled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from kafka_ops.backends.base import ClusterBackend
+from kafka_ops.backends.connection import ClusterConnection, connect
+from kafka_ops.cli.common import add_json_flag, print_json
+from kafka_ops.errors import ValidationError
+from kafka_ops.executor import (
+    ExecutionLimits,
+    ExecutionOptions,
+    ExecutionProgress,
+    ExecutionReport,
+    ExecutionState,
+    Executor,
+    StateStore,
+    verify_plan,
+)
+from kafka_ops.executor.strategies import STRATEGIES
+from kafka_ops.executor.tasks import TaskState
+from kafka_ops.executor.verify import VerifyStatus
+from kafka_ops.plan import ReassignmentPlan
+from kafka_ops.throttle import clear_throttles
+
+EXIT_CODES = {"completed": 0, "failed": 1, "paused": 3, "cancelled": 4}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    execute = subparsers.add_parser(
+        "execute", help="execute (or resume) a reassignment plan: batched, throttled, verified"
+    )
+    execute.add_argument("plan", metavar="PLAN", help="reassignment JSON (Kafka's format)")
+    _cluster_args(execute)
+    _state_arg(execute)
+    execute.add_argument(
+        "--base", metavar="FILE",
+        help="the replicas the plan was computed against (default: PLAN.rollback.json next to "
+        "PLAN when it exists); partitions that differ now are skipped or abort the run",
+    )
+    execute.add_argument("--throttle", type=int, metavar="BYTES_PER_SEC",
+                         help="replication throttle on every broker involved (default: none)")
+    execute.add_argument("--max-incoming", type=int, default=2, metavar="N",
+                         help="moves adding a replica to one broker at once (default 2)")
+    execute.add_argument("--max-outgoing", type=int, default=2, metavar="N",
+                         help="moves removing a replica from one broker at once (default 2)")
+    execute.add_argument("--max-in-flight", type=int, default=100, metavar="N",
+                         help="moves in flight cluster-wide (default 100)")
+    execute.add_argument("--max-leader-changes", type=int, default=200, metavar="N",
+                         help="partitions per preferred leader election batch (default 200)")
+    execute.add_argument("--strategy", action="append", choices=sorted(STRATEGIES),
+                         help="order of moves; repeat to chain (default: topic, partition)")
+    execute.add_argument("--one-replica-at-a-time", action="store_true",
+                         help="never more than RF+1 replicas per partition during a move")
+    execute.add_argument("--on-drift", choices=("skip", "abort"), default="skip",
+                         help="partitions changed since planning: skip them (default) or abort")
+    execute.add_argument("--allow-under-replicated", action="store_true",
+                         help="start even though partitions are under-replicated")
+    execute.add_argument("--no-elect-leaders", action="store_true",
+                         help="skip the preferred leader election after the moves")
+    execute.add_argument("--poll-interval", type=float, default=5.0, metavar="SECONDS")
+    execute.add_argument("--stall-timeout", type=float, default=1800.0, metavar="SECONDS",
+                         help="report a move as stalled after this long without progress")
+    execute.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_json_flag(execute)
+    execute.set_defaults(func=cmd_execute)
+
+    verify = subparsers.add_parser(
+        "verify", help="Kafka's verify: per-partition state; clears throttles when all is done"
+    )
+    verify.add_argument("plan", metavar="PLAN")
+    _cluster_args(verify)
+    verify.add_argument("--preserve-throttles", action="store_true",
+                        help="do not remove throttles even when nothing is moving")
+    add_json_flag(verify)
+    verify.set_defaults(func=cmd_verify)
+
+    cancel = subparsers.add_parser(
+        "cancel", help="cancel the execution in --state-dir: revert moves in flight, clear throttles"
+    )
+    _cluster_args(cancel, required=False)  # not needed when an executor is running
+    _state_arg(cancel)
+    cancel.add_argument("--wait", type=float, default=600.0, metavar="SECONDS",
+                        help="how long to wait for a running executor to finish cancelling")
+    add_json_flag(cancel)
+    cancel.set_defaults(func=cmd_cancel)
+
+    status = subparsers.add_parser("status", help="the execution recorded in --state-dir")
+    _state_arg(status)
+    add_json_flag(status)
+    status.set_defaults(func=cmd_status)
+
+
+def _cluster_args(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    where = parser.add_mutually_exclusive_group(required=required)
+    where.add_argument("--zookeeper", metavar="CONNECT", help="HOST:PORT[,...][/chroot] (ZooKeeper mode)")
+    where.add_argument("--bootstrap-server", metavar="HOST:PORT", help="Admin API (KRaft or modern Kafka)")
+
+
+def _state_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--state-dir", default=".kafka-ops", metavar="DIR",
+                        help="where the execution state is kept (default .kafka-ops)")
+
+
+def _connect(args: argparse.Namespace) -> ClusterBackend:
+    if not (args.zookeeper or args.bootstrap_server):
+        raise ValidationError("no executor is running: give --zookeeper or --bootstrap-server")
+    if args.zookeeper:
+        return connect(ClusterConnection(zookeeper=args.zookeeper))
+    return connect(ClusterConnection(bootstrap_servers=args.bootstrap_server))
+
+
+# -- execute ------------------------------------------------------------------------------------
+def cmd_execute(args: argparse.Namespace) -> int:
+    plan = ReassignmentPlan.read(args.plan)
+    plan.validate()
+    base = _read_base(args)
+    options = ExecutionOptions(
+        throttle=args.throttle,
+        limits=ExecutionLimits(
+            incoming_per_broker=args.max_incoming, outgoing_per_broker=args.max_outgoing,
+            in_flight=args.max_in_flight, leader_changes=args.max_leader_changes,
+        ),
+        strategy=tuple(args.strategy or ("default",)),
+        one_replica_at_a_time=args.one_replica_at_a_time,
+        on_drift=args.on_drift,
+        allow_under_replicated=args.allow_under_replicated,
+        elect_leaders=not args.no_elect_leaders,
+        poll_interval=args.poll_interval,
+        stall_timeout=args.stall_timeout,
+    )
+    bar = None if args.no_progress or args.json else ProgressBar()
+    backend = _connect(args)
+    try:
+        executor = Executor(
+            backend, plan, base=base, options=options, store=StateStore(args.state_dir),
+            on_progress=bar.update if bar else None,
+        )
+        with _cancel_on_signals(executor):
+            report = executor.run()
+    finally:
+        if bar:
+            bar.close()
+        backend.close()
+    _print_report(report, args.json)
+    return EXIT_CODES.get(report.status, 1)
+
+
+def _read_base(args: argparse.Namespace) -> dict | None:
+    path = Path(args.base) if args.base else Path(args.plan).with_suffix(".rollback.json")
+    if not path.exists():
+        if args.base:
+            raise ValidationError(f"base file {path} does not exist")
+        print("note: no base file (PLAN.rollback.json): the drift check compares against the "
+              "cluster as it is now", file=sys.stderr)
+        return None
+    return ReassignmentPlan.read(path).replicas
+
+
+class _cancel_on_signals:
+    """First SIGINT/SIGTERM: cancel gracefully (moves reverted, throttles removed). Second
+    SIGINT: leave at once; the state stays unfinished and execute/cancel picks it up."""
+
+    def __init__(self, executor: Executor) -> None:
+        self.executor = executor
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        print("\ncancelling: reverting moves in flight and removing throttles "
+              "(Ctrl-C again to leave them running and exit)", file=sys.stderr)
+        self.executor.request_cancel()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def __enter__(self) -> None:
+        self.saved = {s: signal.signal(s, self._handle) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def __exit__(self, *exc: object) -> None:
+        for s, handler in self.saved.items():
+            signal.signal(s, handler)
+
+
+class ProgressBar:
+    """A tqdm bar over bytes (or new replicas when sizes are unknown), with counts and stalls."""
+
+    def __init__(self) -> None:
+        self.bar: tqdm | None = None
+
+    def update(self, p: ExecutionProgress) -> None:
+        if self.bar is None:
+            sized = p.weight_total > 10 * max(p.total, 1)  # heuristics: bytes, not replica units
+            self.bar = tqdm(total=p.weight_total, unit="B" if sized else " replicas",
+                            unit_scale=sized, file=sys.stderr, dynamic_ncols=True)
+        self.bar.total = p.weight_total
+        self.bar.n = p.weight_done
+        self.bar.set_description(p.phase)
+        postfix = f"done {p.completed}/{p.total} moving {p.in_flight} pending {p.pending}"
+        if p.stalled:
+            postfix += f" STALLED {len(p.stalled)} ({', '.join(map(str, p.stalled[:3]))})"
+        if p.aborted:
+            postfix += f" reverted {p.aborted}"
+        if p.dead:
+            postfix += f" failed {p.dead}"
+        self.bar.set_postfix_str(postfix, refresh=False)
+        self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _print_report(report: ExecutionReport, as_json: bool) -> None:
+    data = _report_dict(report)
+    if as_json:
+        print_json(data)
+        return
+    print(f"status: {report.status}" + (f" — {report.message}" if report.message else ""))
+    print(f"completed {len(report.completed)}, reverted {len(report.aborted)}, failed "
+          f"{len(report.dead)}, not started {len(report.pending)}, skipped {len(report.skipped)} "
+          f"in {report.elapsed:.0f} s")
+    for tp, error in list(report.dead.items())[:10]:
+        print(f"  failed {tp}: {error}")
+    for s in report.skipped[:10]:
+        print(f"  skipped {s.tp}: {s.reason}")
+    if report.leaders is not None:
+        print(f"preferred leader election: {len(report.leaders.elected)} partitions; "
+              f"{len(report.leaders.misplaced)} not led by their preferred replica")
+        for tp, (want, lead) in list(report.leaders.misplaced.items())[:10]:
+            print(f"  {tp}: leader {lead}, preferred {want}")
+    if report.rollback_path is not None:
+        print(f"rollback plan for the {len(report.rollback)} partitions that moved: {report.rollback_path}")
+
+
+def _report_dict(report: ExecutionReport) -> dict[str, Any]:
+    return {
+        "status": report.status,
+        "message": report.message,
+        "completed": [str(tp) for tp in report.completed],
+        "reverted": [str(tp) for tp in report.aborted],
+        "failed": {str(tp): e for tp, e in report.dead.items()},
+        "not_started": [str(tp) for tp in report.pending],
+        "skipped": {str(s.tp): s.reason for s in report.skipped},
+        "leaders_misplaced": (
+            {str(tp): {"preferred": w, "leader": lead} for tp, (w, lead) in report.leaders.misplaced.items()}
+            if report.leaders else None
+        ),
+        "rollback": str(report.rollback_path) if report.rollback_path else None,
+        "elapsed_seconds": round(report.elapsed, 3),
+    }
+
+
+# -- verify -------------------------------------------------------------------------------------
+def cmd_verify(args: argparse.Namespace) -> int:
+    plan = ReassignmentPlan.read(args.plan)
+    plan.validate()
+    backend = _connect(args)
+    try:
+        results = verify_plan(backend, plan)
+        cleared = False
+        # Like Kafka: throttles go only once nothing moves anywhere in the cluster.
+        if not args.preserve_throttles and not backend.list_reassignments():
+            # Kafka's set: every live broker (a dead one's configs cannot be changed through it).
+            clear_throttles(backend, plan.topics, backend.describe_cluster().alive_broker_ids)
+            cleared = True
+    finally:
+        backend.close()
+    if args.json:
+        print_json({
+            "partitions": {str(r.tp): r.status.value for r in results},
+            "throttles_cleared": cleared,
+        })
+    else:
+        for r in results:
+            print(r.message)
+        if cleared:
+            print("Clearing broker-level throttles and topic-level throttles.")
+    return 0 if all(r.status is VerifyStatus.COMPLETED for r in results) else 1
+
+
+# -- cancel -------------------------------------------------------------------------------------
+def cmd_cancel(args: argparse.Namespace) -> int:
+    store = StateStore(args.state_dir)
+    state = store.load()
+    if state is None or state.finished:
+        raise ValidationError(f"no unfinished execution in {store.dir}: nothing to cancel")
+    if store.executor_running():
+        store.request_cancel()
+        deadline = time.monotonic() + args.wait
+        while time.monotonic() < deadline:
+            state = store.load()
+            if state is not None and state.finished:
+                break
+            time.sleep(0.2)
+        else:
+            raise ValidationError(
+                f"the running executor did not finish cancelling within {args.wait:.0f} s; "
+                f"the request stays in {store.cancel_path}"
+            )
+        _print_state(state, args.json)
+        return EXIT_CODES.get(state.status, 1)
+    backend = _connect(args)
+    try:
+        executor = Executor(backend, state.plan, store=store, options=ExecutionOptions(poll_interval=0.5))
+        executor.request_cancel()
+        report = executor.run()
+    finally:
+        backend.close()
+    _print_report(report, args.json)
+    return EXIT_CODES.get(report.status, 1)
+
+
+# -- status -------------------------------------------------------------------------------------
+def cmd_status(args: argparse.Namespace) -> int:
+    state = StateStore(args.state_dir).load()
+    if state is None:
+        raise ValidationError(f"no execution recorded in {args.state_dir}")
+    _print_state(state, args.json)
+    return 0
+
+
+def _print_state(state: ExecutionState, as_json: bool) -> None:
+    counts = {s.value: 0 for s in TaskState}
+    for t in state.tasks:
+        counts[t.state.value] += 1
+    in_flight = [t for t in state.tasks if t.state in (TaskState.IN_PROGRESS, TaskState.ABORTING)]
+    data = {
+        "status": state.status,
+        "message": state.message,
+        "plan_id": state.plan_id,
+        "tasks": counts,
+        "skipped": len(state.skipped),
+        "in_flight": {str(t.tp): {"step": t.step + 1, "steps": len(t.steps), "replicas": list(t.step_target)}
+                      for t in in_flight},
+        "throttled_topics": sorted(state.throttles.topics),
+        "throttled_brokers": sorted(state.throttles.brokers),
+        "updated_at": state.updated_at,
+    }
+    if as_json:
+        print_json(data)
+        return
+    print(f"status: {state.status}" + (f" — {state.message}" if state.message else ""))
+    print("tasks: " + ", ".join(f"{k} {v}" for k, v in counts.items() if v) + f"; skipped {len(state.skipped)}")
+    for tp, info in list(data["in_flight"].items())[:20]:
+        print(f"  moving {tp} -> {info['replicas']} (step {info['step']}/{info['steps']})")
+    if state.throttles.topics or state.throttles.brokers:
+        print(f"throttles recorded on {len(state.throttles.topics)} topics and "
+              f"{len(state.throttles.brokers)} brokers")
+    print("updated: " + time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(state.updated_at)))

@@ -1,0 +1,702 @@
+"""The executor: runs a reassignment plan against a ClusterBackend, safely, resumably.
+
+One poll loop (``poll_interval`` apart, on an injected clock and sleep so tests and benchmarks
+run on emulated time) does, in order: read the cluster and the ongoing reassignments; advance
+each move (step done, move done, cancel confirmed, or failed — Kafka's three verify outcomes);
+react to a cancel request or a dead broker; start what the limits allow; set throttles for
+exactly the moves in flight; persist; submit. Persisting happens before anything is sent, so
+a killed process resumes from a state that names every move it may have started and every
+throttle it may have set.
+
+Why each safety rule exists:
+- another reassignment running: ours would mix with it (and ZooKeeper mode cannot run two);
+- an offline target broker: the move could never complete;
+- under-replicated partitions: moving data on an unhealthy cluster risks offline partitions;
+- drift: a plan applied to replicas it was not computed for can undo someone else's fix;
+- a broker dying mid-run: stop starting moves, cancel those that cannot finish, let the others
+  drain, so every partition keeps its full replica set; the run pauses and resumes later.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from kafka_ops.backends.base import ClusterBackend, OngoingReassignment
+from kafka_ops.errors import (
+    BrokerNotAvailableError,
+    ClusterStateError,
+    KafkaOpsError,
+    ReassignmentInProgressError,
+    ValidationError,
+)
+from kafka_ops.executor import state as st
+from kafka_ops.executor.leaders import LeaderReport, elect_preferred_leaders
+from kafka_ops.executor.scheduler import ExecutionLimits, select_moves
+from kafka_ops.executor.strategies import order_tasks
+from kafka_ops.executor.tasks import ExecutionTask, TaskState, one_replica_at_a_time_steps
+from kafka_ops.executor.verify import (
+    ExecutionProgress,
+    estimate_eta,
+    move_progress,
+    task_done_weight,
+    task_weight,
+)
+from kafka_ops.model import ClusterModel, TopicPartition
+from kafka_ops.plan import ReassignmentPlan
+from kafka_ops.throttle import (
+    ThrottleChanges,
+    ThrottleConfig,
+    apply_throttle_changes,
+    calculate_move,
+    calculate_throttle_changes,
+    calculate_throttles,
+)
+
+log = logging.getLogger(__name__)
+
+ProgressCallback = Callable[[ExecutionProgress], None]
+
+
+@dataclass(frozen=True)
+class ExecutionOptions:
+    throttle: int | None = None  # bytes/s per broker, leader and follower; None = unthrottled
+    limits: ExecutionLimits = field(default_factory=ExecutionLimits)
+    strategy: tuple[str, ...] = ("default",)
+    one_replica_at_a_time: bool = False
+    on_drift: Literal["skip", "abort"] = "skip"
+    allow_under_replicated: bool = False
+    elect_leaders: bool = True
+    poll_interval: float = 5.0
+    stall_timeout: float = 1800.0  # no visible progress for this long: reported as stalled
+    missing_grace: float = 30.0  # neither moving nor at its target for this long: failed
+    drain_timeout: float = 1800.0  # after a broker died, moves still running are then cancelled
+
+    def __post_init__(self) -> None:
+        if self.throttle is not None and self.throttle <= 0:
+            raise ValidationError("throttle must be a positive number of bytes per second")
+        if self.on_drift not in ("skip", "abort"):
+            raise ValidationError(f"on-drift must be 'skip' or 'abort', not {self.on_drift!r}")
+        if self.poll_interval <= 0:
+            raise ValidationError("poll interval must be positive")
+
+
+@dataclass
+class ExecutionReport:
+    status: str  # completed, cancelled, paused, failed
+    message: str
+    completed: list[TopicPartition]
+    aborted: list[TopicPartition]
+    dead: dict[TopicPartition, str]
+    pending: list[TopicPartition]
+    skipped: list[st.SkippedPartition]
+    leaders: LeaderReport | None
+    rollback: ReassignmentPlan  # back to the base replicas, for every partition that moved
+    rollback_path: Path | None
+    elapsed: float
+
+
+class Executor:
+    """Runs one plan. ``run()`` starts it, or resumes the unfinished execution in ``store``."""
+
+    def __init__(
+        self,
+        backend: ClusterBackend,
+        plan: ReassignmentPlan,
+        *,
+        base: Mapping[TopicPartition, tuple[int, ...]] | None = None,
+        options: ExecutionOptions | None = None,
+        store: st.StateStore | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+        on_progress: ProgressCallback | None = None,
+    ) -> None:
+        self.backend = backend
+        self.plan = plan
+        self.base = dict(base) if base is not None else None
+        self.options = options or ExecutionOptions()
+        self.store = store
+        self.clock = clock
+        self.sleep = sleep
+        self.on_progress = on_progress
+        self._cancel = threading.Event()
+        self._applied = ThrottleConfig({}, {})
+        self._last_change: dict[TopicPartition, tuple[tuple, float]] = {}
+        self._missing_since: dict[TopicPartition, float] = {}
+        self._stalled: set[TopicPartition] = set()
+        self._broker_progress: dict[int, float] = {}
+        self._paused_at: float | None = None
+        self._dead_brokers: set[int] = set()
+        self._cancel_failures = 0
+
+    # -- public -----------------------------------------------------------------------------
+    def request_cancel(self) -> None:
+        """Ask the running loop to cancel in-flight moves (Kafka's semantics) and stop."""
+        self._cancel.set()
+
+    def run(self) -> ExecutionReport:
+        if self.store is None:
+            return self._run()
+        with self.store.lock():
+            return self._run()
+
+    # -- setup --------------------------------------------------------------------------------
+    def _run(self) -> ExecutionReport:
+        cluster = self.backend.describe_cluster()
+        previous = self.store.load() if self.store else None
+        if previous is not None and not previous.finished:
+            if previous.plan_id != st.plan_id(self.plan):
+                raise ValidationError(
+                    f"an unfinished execution of another plan ({previous.status}) is recorded in "
+                    f"{self.store.dir}: resume it with its own plan, or run 'kafka-ops cancel'"
+                )
+            state = previous
+            self._resume(state, cluster)
+        else:
+            state = self._start(cluster)
+        self._alive_at_start = {b for b in cluster.alive_broker_ids}
+        self._started = self.clock()
+        self._weight_at_start = sum(task_done_weight(t, cluster) for t in state.tasks)
+        try:
+            self._loop(state)
+            return self._finish(state)
+        except KafkaOpsError as e:
+            self._fail(state, e)
+            raise
+
+    def _start(self, cluster: ClusterModel) -> st.ExecutionState:
+        self.plan.validate_against(cluster)
+        ongoing = self.backend.list_reassignments()
+        if ongoing:
+            raise ReassignmentInProgressError(
+                f"Cannot execute because there is an existing partition reassignment "
+                f"({len(ongoing)} partitions, e.g. {_examples(ongoing)}); wait for it or cancel it"
+            )
+        offline = sorted({b for reps in self.plan.replicas.values() for b in reps if not _alive(cluster, b)})
+        if offline:
+            raise BrokerNotAvailableError(
+                f"broker(s) {_ids(offline)} of the plan are offline: moves onto them cannot complete"
+            )
+        urp = [p.tp for p in cluster if p.is_under_replicated]
+        if urp and not self.options.allow_under_replicated:
+            raise ClusterStateError(
+                f"{len(urp)} partitions are under-replicated (e.g. {_examples(urp)}); fix the "
+                f"cluster first or allow it explicitly (--allow-under-replicated)"
+            )
+        base = dict(self.base) if self.base is not None else {}
+        tasks: list[ExecutionTask] = []
+        skipped: list[st.SkippedPartition] = []
+        for tp, target in self.plan.replicas.items():
+            partition = cluster.partitions[tp]
+            expected = base.setdefault(tp, partition.replicas)
+            if partition.replicas != expected and partition.replicas != target:
+                skipped.append(st.SkippedPartition(tp, _drift_reason(expected, partition.replicas)))
+                continue
+            steps = (
+                one_replica_at_a_time_steps(partition.replicas, target)
+                if self.options.one_replica_at_a_time else [target]
+            )
+            tasks.append(ExecutionTask(
+                tp, partition.replicas, target, size_bytes=partition.size_bytes,
+                under_replicated=partition.is_under_replicated, steps=steps or [target],
+            ))
+        if skipped and self.options.on_drift == "abort":
+            raise ValidationError(
+                f"{len(skipped)} partitions changed since the plan was computed "
+                f"({skipped[0].tp}: {skipped[0].reason}); plan again, or skip them (--on-drift skip)"
+            )
+        now = self.clock()
+        state = st.ExecutionState(
+            plan=self.plan,
+            base={tp: base[tp] for tp in self.plan.replicas},
+            tasks=order_tasks(tasks, self.options.strategy),
+            options=_options_dict(self.options),
+            started_at=now,
+            updated_at=now,
+            skipped=skipped,
+        )
+        for s in skipped:
+            log.warning("skipping %s: %s", s.tp, s.reason)
+        self._save(state)
+        return state
+
+    def _resume(self, state: st.ExecutionState, cluster: ClusterModel) -> None:
+        """Reconcile a persisted execution with the cluster after a crash, pause or failure."""
+        ongoing = self.backend.list_reassignments()
+        ours = {t.tp for t in state.tasks if t.state in (TaskState.IN_PROGRESS, TaskState.ABORTING)}
+        foreign = [tp for tp in ongoing if tp not in ours]
+        if foreign:
+            raise ReassignmentInProgressError(
+                f"Cannot resume because another partition reassignment is running "
+                f"({len(foreign)} partitions, e.g. {_examples(foreign)})"
+            )
+        # The recorded throttles may or may not be on the cluster: mark every value unknown so
+        # the first sync sets what is wanted and deletes the rest.
+        self._applied = ThrottleConfig(
+            {t: {k: "" for k in c} for t, c in state.throttles.topics.items()},
+            {b: {k: "" for k in c} for b, c in state.throttles.brokers.items()},
+        )
+        now = self.clock()
+        cancelled = {t.tp: None for t in state.tasks if t.state is TaskState.ABORTING and t.tp in ongoing}
+        if cancelled:
+            self.backend.alter_reassignments(cancelled)  # the cancel may not have been sent
+        for task in state.tasks:
+            if task.state is not TaskState.IN_PROGRESS:
+                continue
+            current = cluster.partitions[task.tp].replicas
+            if task.tp in ongoing:
+                state.submitted.add(task.tp)
+            elif current == task.step_target:
+                state.submitted.add(task.tp)  # finished while we were away: observed next poll
+            elif current == task.step_source:
+                state.submitted.discard(task.tp)  # never reached the cluster: send it again
+            else:
+                task.transition(TaskState.DEAD, now)
+                task.error = "replicas changed outside kafka-ops: " + _drift_reason(task.step_source, current)
+        if self._cancel.is_set():
+            state.status = st.CANCELLING
+        elif state.status == st.PAUSED:
+            self._restart_paused(state, cluster)
+        if state.status != st.CANCELLING:
+            remaining = {b for t in state.tasks if not t.done for b in t.target}
+            offline = sorted(b for b in remaining if not _alive(cluster, b))
+            if offline:
+                raise BrokerNotAvailableError(
+                    f"broker(s) {_ids(offline)} are still offline: start them before resuming"
+                )
+            state.status = st.RUNNING
+        state.message = ""
+        self._save(state)
+
+    def _restart_paused(self, state: st.ExecutionState, cluster: ClusterModel) -> None:
+        """Moves a pause cancelled become fresh tasks from where their partition is now."""
+        tasks = []
+        for task in state.tasks:
+            if task.state is not TaskState.ABORTED:
+                tasks.append(task)
+                continue
+            current = cluster.partitions[task.tp].replicas
+            steps = (
+                one_replica_at_a_time_steps(current, task.target)
+                if self.options.one_replica_at_a_time else [task.target]
+            )
+            tasks.append(ExecutionTask(
+                task.tp, current, task.target, size_bytes=task.size_bytes,
+                under_replicated=task.under_replicated, steps=steps or [task.target],
+            ))
+        state.tasks = tasks
+
+    # -- the loop -----------------------------------------------------------------------------
+    def _loop(self, state: st.ExecutionState) -> None:
+        while True:
+            now = self.clock()
+            cluster = self.backend.describe_cluster()
+            ongoing = self.backend.list_reassignments()
+            changed = self._observe(state, cluster, ongoing, now)
+            if state.status in (st.RUNNING, st.PAUSED) and (
+                self._cancel.is_set() or (self.store is not None and self.store.cancel_requested())
+            ):
+                state.status, changed = st.CANCELLING, True
+                log.warning("cancel requested: cancelling moves in flight")
+            dead = self._alive_at_start - set(cluster.alive_broker_ids)
+            if state.status == st.RUNNING and dead:
+                self._pause(state, dead, now)
+                changed = True
+            to_submit: list[ExecutionTask] = []
+            if state.status == st.CANCELLING:
+                changed |= self._cancel_moves(state, ongoing, lambda t: True, now)
+            elif state.status == st.PAUSED:
+                draining_too_long = now - (self._paused_at or now) > self.options.drain_timeout
+                changed |= self._cancel_moves(
+                    state, ongoing,
+                    lambda t: draining_too_long or any(b in self._dead_brokers for b in t.incoming),
+                    now,
+                )
+            else:
+                to_submit = self._next_moves(state, cluster, ongoing, now)
+            in_flight = [t for t in state.tasks if t.state in (TaskState.IN_PROGRESS, TaskState.ABORTING)]
+            wanted = calculate_throttles(
+                {t.tp: calculate_move(t.step_source, t.step_target) for t in in_flight},
+                self.options.throttle,
+            )
+            changes = calculate_throttle_changes(self._applied, wanted)
+            if changed or to_submit or not changes.empty:
+                state.throttles = _union(self._applied, wanted)
+                self._save(state)
+            self._apply_throttles(changes, wanted)
+            if to_submit:
+                self._submit(state, to_submit)
+            self._report(state, cluster, now, in_flight)
+            if not in_flight and (state.status != st.RUNNING or not _pending(state)):
+                return
+            self.sleep(self.options.poll_interval)
+
+    def _observe(
+        self,
+        state: st.ExecutionState,
+        cluster: ClusterModel,
+        ongoing: Mapping[TopicPartition, OngoingReassignment],
+        now: float,
+    ) -> bool:
+        """Advance moves in flight from what the cluster shows. Returns whether anything changed."""
+        changed = False
+        for task in state.tasks:
+            if task.state not in (TaskState.IN_PROGRESS, TaskState.ABORTING):
+                continue
+            if task.state is TaskState.IN_PROGRESS and task.tp not in state.submitted:
+                continue
+            current = cluster.partitions[task.tp].replicas
+            isr = cluster.partitions[task.tp].isr
+            if task.tp in ongoing:
+                self._missing_since.pop(task.tp, None)
+                signature = (task.step, tuple(b for b in task.incoming if b in isr))
+                previous = self._last_change.get(task.tp)
+                if previous is None or previous[0] != signature:
+                    self._last_change[task.tp] = (signature, now)
+                    if previous is not None:  # a new replica joined the ISR
+                        self._broker_progress.update({b: now for b in task.incoming})
+                continue
+            if task.state is TaskState.ABORTING and set(current) == set(task.step_source):
+                task.transition(TaskState.ABORTED, now)
+            elif state.status != st.RUNNING and set(current) == set(task.step_source):
+                # cancelled by a request that failed for another partition: confirmed reverted
+                task.transition(TaskState.ABORTING, now)
+                task.transition(TaskState.ABORTED, now)
+            elif task.state is TaskState.IN_PROGRESS and current == task.step_target:
+                self._broker_progress.update({b: now for b in task.incoming})
+                state.submitted.discard(task.tp)
+                if task.last_step:
+                    task.transition(TaskState.COMPLETED, now)
+                else:
+                    task.step += 1
+            elif now - self._missing_since.setdefault(task.tp, now) >= self.options.missing_grace:
+                # Kafka's third verify outcome: nothing running, but not the target either.
+                task.error = (
+                    f"There is no active reassignment of partition {task.tp}, but replica set is "
+                    f"{list(current)} rather than {list(task.step_target)}."
+                )
+                task.transition(TaskState.DEAD, now)
+                log.error("%s", task.error)
+            else:
+                continue
+            self._missing_since.pop(task.tp, None)
+            self._last_change.pop(task.tp, None)
+            self._stalled.discard(task.tp)
+            changed = True
+        self._detect_stalls(state, cluster, ongoing, now)
+        return changed
+
+    def _last_progress(self, task: ExecutionTask, isr: tuple[int, ...], now: float) -> float:
+        """When the move, or any move into a broker it waits for, last made progress.
+
+        With only ISR changes to see, a big move looks idle until it finishes; counting progress
+        of its destination brokers keeps busy-but-healthy moves from being called stalled.
+        """
+        waiting = [b for b in task.incoming if b not in isr]
+        return max([self._last_change.get(task.tp, ((), now))[1]]
+                   + [self._broker_progress.get(b, 0.0) for b in waiting])
+
+    def _detect_stalls(
+        self,
+        state: st.ExecutionState,
+        cluster: ClusterModel,
+        ongoing: Mapping[TopicPartition, OngoingReassignment],
+        now: float,
+    ) -> None:
+        for task in state.tasks:
+            if task.state is not TaskState.IN_PROGRESS or task.tp not in ongoing:
+                continue
+            isr = cluster.partitions[task.tp].isr
+            idle = now - self._last_progress(task, isr, now)
+            if idle <= self.options.stall_timeout:
+                self._stalled.discard(task.tp)
+            elif task.tp not in self._stalled:
+                self._stalled.add(task.tp)
+                log.warning("move of %s stalled: no progress for %.0f s (waiting for %s)", task.tp, idle,
+                            ",".join(str(b) for b in task.incoming if b not in isr))
+
+    def _next_moves(
+        self,
+        state: st.ExecutionState,
+        cluster: ClusterModel,
+        ongoing: Mapping[TopicPartition, OngoingReassignment],
+        now: float,
+    ) -> list[ExecutionTask]:
+        """Steps waiting to be sent plus new moves the limits allow, if the backend takes them now."""
+        in_flight = [t for t in state.tasks if t.state is TaskState.IN_PROGRESS]
+        waiting = [t for t in in_flight if t.tp not in state.submitted]
+        if not self.backend.supports_incremental_reassignment and (ongoing or len(waiting) < len(in_flight)):
+            return []  # ZooKeeper mode: the next batch goes when the previous one is gone
+        pending = self._drop_drifted(state, cluster, _pending(state))
+        chosen = select_moves(pending, in_flight, self.options.limits, self.options.throttle is not None)
+        for task in chosen:
+            task.transition(TaskState.IN_PROGRESS, now)
+        return waiting + chosen
+
+    def _drop_drifted(
+        self, state: st.ExecutionState, cluster: ClusterModel, pending: list[ExecutionTask]
+    ) -> list[ExecutionTask]:
+        """Pending moves whose partition changed since the run started are not applied blindly."""
+        drifted = [t for t in pending if cluster.partitions[t.tp].replicas != t.source]
+        if not drifted:
+            return pending
+        reasons = [st.SkippedPartition(t.tp, _drift_reason(t.source, cluster.partitions[t.tp].replicas))
+                   for t in drifted]
+        if self.options.on_drift == "abort":
+            raise ValidationError(
+                f"{len(drifted)} partitions changed during the execution "
+                f"({reasons[0].tp}: {reasons[0].reason}); stopping"
+            )
+        gone = {t.tp for t in drifted}
+        state.tasks = [t for t in state.tasks if t.tp not in gone or t.state is not TaskState.PENDING]
+        state.skipped.extend(reasons)
+        for r in reasons:
+            log.warning("skipping %s: %s", r.tp, r.reason)
+        return [t for t in pending if t.tp not in gone]
+
+    def _submit(self, state: st.ExecutionState, tasks: list[ExecutionTask]) -> None:
+        targets = {t.tp: list(t.step_target) for t in tasks}
+        try:
+            self.backend.alter_reassignments(targets)
+        except ReassignmentInProgressError:
+            # ZooKeeper mode: the controller has not yet removed the previous batch's znode.
+            log.info("previous reassignment still registered; submitting %d moves next poll", len(tasks))
+            return
+        state.submitted.update(targets)
+
+    def _cancel_moves(
+        self,
+        state: st.ExecutionState,
+        ongoing: Mapping[TopicPartition, OngoingReassignment],
+        which: Callable[[ExecutionTask], bool],
+        now: float,
+    ) -> bool:
+        """Cancel the chosen moves in flight; steps never sent are simply not sent."""
+        to_cancel = []
+        changed = False
+        for task in state.tasks:
+            if task.state is not TaskState.IN_PROGRESS:
+                continue
+            if task.tp not in state.submitted:
+                task.transition(TaskState.ABORTING, now)
+                task.transition(TaskState.ABORTED, now)
+                changed = True
+            elif task.tp in ongoing and which(task):
+                to_cancel.append(task)
+        if not to_cancel:
+            return changed
+        self._save(state)
+        try:
+            self.backend.alter_reassignments({t.tp: None for t in to_cancel})
+        except KafkaOpsError as e:
+            # A move may have finished between listing and cancelling; look again next poll.
+            self._cancel_failures += 1
+            if self._cancel_failures > 3:
+                raise
+            log.warning("cancel failed (%s); retrying", e)
+            return changed
+        for task in to_cancel:
+            task.transition(TaskState.ABORTING, now)
+        return True
+
+    def _apply_throttles(self, changes: ThrottleChanges, wanted: ThrottleConfig) -> None:
+        """Send the changes; what an offline broker could not take stays recorded as applied
+        (to be removed once it is back)."""
+        if changes.empty:
+            return
+        offline = apply_throttle_changes(self.backend, changes)
+        brokers = {b: c for b, c in wanted.brokers.items() if b not in offline}
+        brokers.update({b: self._applied.brokers[b] for b in offline if b in self._applied.brokers})
+        self._applied = ThrottleConfig(wanted.topics, brokers)
+
+    def _pause(self, state: st.ExecutionState, dead: set[int], now: float) -> None:
+        self._dead_brokers = dead
+        self._paused_at = now
+        state.status = st.PAUSED
+        state.message = (
+            f"broker(s) {_ids(sorted(dead))} went offline: no new moves started; moves onto them "
+            f"cancelled, the others drained. Start the broker(s) and run execute again to resume."
+        )
+        log.error("%s", state.message)
+
+    # -- the end ------------------------------------------------------------------------------
+    def _finish(self, state: st.ExecutionState) -> ExecutionReport:
+        leaders = None
+        if state.status == st.RUNNING:
+            completed = {t.tp: t.target for t in state.tasks if t.state is TaskState.COMPLETED}
+            if self.options.elect_leaders and completed:
+                self._report(state, None, self.clock(), [], phase="electing")
+                leaders = elect_preferred_leaders(self.backend, completed, self.options.limits.leader_changes)
+                if leaders.misplaced:
+                    state.message = (
+                        f"{len(leaders.misplaced)} partitions are not led by their preferred replica "
+                        f"(e.g. {_examples(leaders.misplaced)})"
+                    )
+            dead = sum(t.state is TaskState.DEAD for t in state.tasks)
+            state.status = st.COMPLETED if not dead else st.FAILED
+            if dead:
+                state.message = f"{dead} moves failed; " + state.message
+        elif state.status == st.CANCELLING:
+            state.status = st.CANCELLED
+            state.message = "cancelled: moves in flight were reverted; completed moves stay"
+        if self.store is not None:
+            self.store.clear_cancel_request()
+        state.throttles = self._applied
+        if self._applied.brokers:
+            state.message += (
+                f" Throttle rates on offline broker(s) {_ids(sorted(self._applied.brokers))} could not "
+                f"be removed: run 'kafka-ops verify' once they are back."
+            )
+        cluster = self.backend.describe_cluster()
+        report = self._build_report(state, cluster, leaders)
+        self._save(state)
+        self._report(state, cluster, self.clock(), [], phase="done")
+        return report
+
+    def _fail(self, state: st.ExecutionState, error: KafkaOpsError) -> None:
+        """Best effort after an error: cancel what is in flight, remove throttles, record why.
+
+        If the cleanup itself fails (the cluster is unreachable), the state stays unfinished so
+        the next execute or cancel finishes the job — throttles are never forgotten.
+        """
+        log.error("execution failed: %s", error)
+        try:
+            ongoing = self.backend.list_reassignments()
+            in_flight = [t.tp for t in state.tasks
+                         if t.state is TaskState.IN_PROGRESS and t.tp in ongoing]
+            if in_flight:
+                self.backend.alter_reassignments({tp: None for tp in in_flight})
+            nothing = ThrottleConfig({}, {})
+            self._apply_throttles(calculate_throttle_changes(self._applied, nothing), nothing)
+        except KafkaOpsError as cleanup_error:
+            state.message = f"failed: {error}; cleanup failed too: {cleanup_error}"
+            self._save(state)
+            return
+        now = self.clock()
+        for task in state.tasks:
+            if task.state is not TaskState.IN_PROGRESS:
+                continue
+            if task.tp in in_flight or task.tp not in state.submitted:
+                task.transition(TaskState.ABORTING, now)
+                task.transition(TaskState.ABORTED, now)
+            else:
+                task.transition(TaskState.DEAD, now)
+                task.error = "the execution failed before this move's outcome was seen"
+        state.status = st.FAILED
+        state.message = f"failed: {error}"
+        state.throttles = self._applied
+        self._save(state)
+
+    def _build_report(
+        self, state: st.ExecutionState, cluster: ClusterModel, leaders: LeaderReport | None
+    ) -> ExecutionReport:
+        # Only partitions this execution moved: a skipped (drifted) one was changed by someone
+        # else, and rolling it back would undo their change.
+        ours = {t.tp for t in state.tasks}
+        moved = {
+            tp: base for tp, base in state.base.items()
+            if tp in ours and tp in cluster.partitions and cluster.partitions[tp].replicas != base
+        }
+        rollback = ReassignmentPlan.from_assignment(moved)
+        rollback_path = self.store.write_rollback(rollback) if self.store is not None and moved else None
+        by_state = lambda s: [t.tp for t in state.tasks if t.state is s]  # noqa: E731
+        return ExecutionReport(
+            status=state.status,
+            message=state.message,
+            completed=by_state(TaskState.COMPLETED),
+            aborted=by_state(TaskState.ABORTED),
+            dead={t.tp: t.error or "failed" for t in state.tasks if t.state is TaskState.DEAD},
+            pending=by_state(TaskState.PENDING),
+            skipped=list(state.skipped),
+            leaders=leaders,
+            rollback=rollback,
+            rollback_path=rollback_path,
+            elapsed=self.clock() - self._started,
+        )
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _save(self, state: st.ExecutionState) -> None:
+        state.updated_at = self.clock()
+        if self.store is not None:
+            self.store.save(state)
+
+    def _report(
+        self,
+        state: st.ExecutionState,
+        cluster: ClusterModel | None,
+        now: float,
+        in_flight: list[ExecutionTask],
+        phase: str | None = None,
+    ) -> None:
+        if self.on_progress is None:
+            return
+        counts = {s: 0 for s in TaskState}
+        for t in state.tasks:
+            counts[t.state] += 1
+        total = sum(task_weight(t) for t in state.tasks)
+        done = (
+            sum(task_done_weight(t, cluster) for t in state.tasks) if cluster is not None
+            else sum(task_weight(t) for t in state.tasks if t.state is TaskState.COMPLETED)
+        )
+        elapsed = now - self._started
+        moves = [
+            move_progress(t, cluster, now, self._last_progress(t, cluster.partitions[t.tp].isr, now),
+                          self.options.stall_timeout)
+            for t in in_flight if cluster is not None and t.state is TaskState.IN_PROGRESS
+        ]
+        self.on_progress(ExecutionProgress(
+            phase=phase or {st.CANCELLING: "cancelling", st.PAUSED: "draining"}.get(state.status, "moving"),
+            total=len(state.tasks),
+            completed=counts[TaskState.COMPLETED],
+            in_flight=counts[TaskState.IN_PROGRESS] + counts[TaskState.ABORTING],
+            pending=counts[TaskState.PENDING],
+            aborted=counts[TaskState.ABORTED],
+            dead=counts[TaskState.DEAD],
+            skipped=len(state.skipped),
+            weight_total=total,
+            weight_done=done,
+            elapsed=elapsed,
+            eta_seconds=estimate_eta(done - self._weight_at_start, total - done, elapsed),
+            moves=moves,
+        ))
+
+
+def _alive(cluster: ClusterModel, broker_id: int) -> bool:
+    """ZooKeeper forgets a dead broker that holds no replica: unknown counts as offline."""
+    broker = cluster.brokers.get(broker_id)
+    return broker is not None and broker.alive
+
+
+def _pending(state: st.ExecutionState) -> list[ExecutionTask]:
+    return [t for t in state.tasks if t.state is TaskState.PENDING]
+
+
+def _union(a: ThrottleConfig, b: ThrottleConfig) -> ThrottleConfig:
+    """Every key set in either config (b's values win): what may be on the cluster mid-change."""
+    topics = {t: {**a.topics.get(t, {}), **b.topics.get(t, {})} for t in {*a.topics, *b.topics}}
+    brokers = {x: {**a.brokers.get(x, {}), **b.brokers.get(x, {})} for x in {*a.brokers, *b.brokers}}
+    return ThrottleConfig(topics, brokers)
+
+
+def _options_dict(options: ExecutionOptions) -> dict:
+    data = asdict(options)
+    data["strategy"] = list(options.strategy)
+    return data
+
+
+def _drift_reason(expected: tuple[int, ...], current: tuple[int, ...]) -> str:
+    return f"replicas are {list(current)}, the plan expected {list(expected)}"
+
+
+def _examples(tps) -> str:
+    items = sorted(tps)[:3]
+    return ", ".join(str(tp) for tp in items) + (", ..." if len(tps) > 3 else "")
+
+
+def _ids(ids) -> str:
+    return ",".join(map(str, ids))
