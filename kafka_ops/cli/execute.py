@@ -22,8 +22,7 @@ from typing import Any
 from tqdm import tqdm
 
 from kafka_ops.backends.base import ClusterBackend
-from kafka_ops.backends.connection import ClusterConnection, connect
-from kafka_ops.cli.common import add_json_flag, print_json
+from kafka_ops.cli.common import add_backend_args, add_json_flag, connect_backend, print_json
 from kafka_ops.errors import ValidationError
 from kafka_ops.executor import (
     ExecutionLimits,
@@ -49,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "execute", help="execute (or resume) a reassignment plan: batched, throttled, verified"
     )
     execute.add_argument("plan", metavar="PLAN", help="reassignment JSON (Kafka's format)")
-    _cluster_args(execute)
+    add_backend_args(execute)
     _state_arg(execute)
     execute.add_argument(
         "--base", metavar="FILE",
@@ -87,7 +86,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "verify", help="Kafka's verify: per-partition state; clears throttles when all is done"
     )
     verify.add_argument("plan", metavar="PLAN")
-    _cluster_args(verify)
+    add_backend_args(verify)
     verify.add_argument("--preserve-throttles", action="store_true",
                         help="do not remove throttles even when nothing is moving")
     add_json_flag(verify)
@@ -96,7 +95,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     cancel = subparsers.add_parser(
         "cancel", help="cancel the execution in --state-dir: revert moves in flight, clear throttles"
     )
-    _cluster_args(cancel, required=False)  # not needed when an executor is running
+    add_backend_args(cancel, required=False)  # not needed when an executor is running
     _state_arg(cancel)
     cancel.add_argument("--wait", type=float, default=600.0, metavar="SECONDS",
                         help="how long to wait for a running executor to finish cancelling")
@@ -109,12 +108,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     status.set_defaults(func=cmd_status)
 
 
-def _cluster_args(parser: argparse.ArgumentParser, required: bool = True) -> None:
-    where = parser.add_mutually_exclusive_group(required=required)
-    where.add_argument("--zookeeper", metavar="CONNECT", help="HOST:PORT[,...][/chroot] (ZooKeeper mode)")
-    where.add_argument("--bootstrap-server", metavar="HOST:PORT", help="Admin API (KRaft or modern Kafka)")
-
-
 def _state_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state-dir", default=".kafka-ops", metavar="DIR",
                         help="where the execution state is kept (default .kafka-ops)")
@@ -123,9 +116,7 @@ def _state_arg(parser: argparse.ArgumentParser) -> None:
 def _connect(args: argparse.Namespace) -> ClusterBackend:
     if not (args.zookeeper or args.bootstrap_server):
         raise ValidationError("no executor is running: give --zookeeper or --bootstrap-server")
-    if args.zookeeper:
-        return connect(ClusterConnection(zookeeper=args.zookeeper))
-    return connect(ClusterConnection(bootstrap_servers=args.bootstrap_server))
+    return connect_backend(args)
 
 
 # -- execute ------------------------------------------------------------------------------------
@@ -197,12 +188,23 @@ class _cancel_on_signals:
 
 
 class ProgressBar:
-    """A tqdm bar over bytes (or new replicas when sizes are unknown), with counts and stalls."""
+    """A tqdm bar over bytes (or new replicas when sizes are unknown), with counts and stalls.
 
-    def __init__(self) -> None:
+    On a terminal the bar redraws in place; elsewhere (Airflow task logs, CI, a pipe) tqdm's
+    carriage returns would pile up into one unreadable line, so a plain line is printed at
+    most every ``log_interval`` seconds and whenever the phase changes.
+    """
+
+    def __init__(self, log_interval: float = 10.0) -> None:
         self.bar: tqdm | None = None
+        self.interactive = sys.stderr.isatty()
+        self.log_interval = log_interval
+        self._logged: tuple[float, str] | None = None
 
     def update(self, p: ExecutionProgress) -> None:
+        if not self.interactive:
+            self._log(p)
+            return
         if self.bar is None:
             sized = p.weight_total > 10 * max(p.total, 1)  # heuristics: bytes, not replica units
             self.bar = tqdm(total=p.weight_total, unit="B" if sized else " replicas",
@@ -210,19 +212,31 @@ class ProgressBar:
         self.bar.total = p.weight_total
         self.bar.n = p.weight_done
         self.bar.set_description(p.phase)
-        postfix = f"done {p.completed}/{p.total} moving {p.in_flight} pending {p.pending}"
-        if p.stalled:
-            postfix += f" STALLED {len(p.stalled)} ({', '.join(map(str, p.stalled[:3]))})"
-        if p.aborted:
-            postfix += f" reverted {p.aborted}"
-        if p.dead:
-            postfix += f" failed {p.dead}"
-        self.bar.set_postfix_str(postfix, refresh=False)
+        self.bar.set_postfix_str(_counts(p), refresh=False)
         self.bar.refresh()
+
+    def _log(self, p: ExecutionProgress) -> None:
+        now = time.monotonic()
+        if self._logged and self._logged[1] == p.phase and now - self._logged[0] < self.log_interval:
+            return
+        self._logged = (now, p.phase)
+        eta = f" ETA {p.eta_seconds:.0f} s" if p.eta_seconds is not None else ""
+        print(f"{p.phase}: {p.fraction:.0%} {_counts(p)}{eta}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def _counts(p: ExecutionProgress) -> str:
+    text = f"done {p.completed}/{p.total} moving {p.in_flight} pending {p.pending}"
+    if p.stalled:
+        text += f" STALLED {len(p.stalled)} ({', '.join(map(str, p.stalled[:3]))})"
+    if p.aborted:
+        text += f" reverted {p.aborted}"
+    if p.dead:
+        text += f" failed {p.dead}"
+    return text
 
 
 def _print_report(report: ExecutionReport, as_json: bool) -> None:
