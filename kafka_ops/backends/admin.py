@@ -148,7 +148,8 @@ class AdminApiBackend:
         source = _CONFIG_SOURCE["topic"]
         configs = {}
         for resource, future in futures.items():
-            entries = self._call("describe topic configs", future.result)
+            entries = self._call("describe topic configs",
+                                 lambda f=future: f.result(self._timeout))
             overrides = {k: e.value for k, e in sorted(entries.items())
                          if int(e.source) == source and e.value is not None}
             if overrides:
@@ -156,9 +157,19 @@ class AdminApiBackend:
         return configs
 
     def _live_brokers(self) -> dict[int, Broker]:
-        cluster = self._call("describe cluster",
-                             lambda: self._admin.describe_cluster(
-                                 request_timeout=self._timeout).result())
+        """Once more after a failure, with metadata fetched first: librdkafka caches the
+        controller id and sends DescribeCluster there, so a dead controller fails the first try
+        until a Metadata response names the new one."""
+        def describe():
+            return self._admin.describe_cluster(
+                request_timeout=self._timeout).result(self._timeout)
+
+        try:
+            cluster = self._call("describe cluster", describe)
+        except BackendError:
+            self._call("describe cluster", lambda: self._admin.list_topics(
+                timeout=self._timeout))
+            cluster = self._call("describe cluster", describe)
         return {n.id: Broker(id=n.id, rack=n.rack, host=n.host, port=n.port, alive=True)
                 for n in cluster.nodes}
 
@@ -213,7 +224,7 @@ class AdminApiBackend:
         ck = CkConfigResource(_RESOURCE_TYPE[resource.type], resource.name)
         entries = self._call(f"describe configs of {resource.type} {resource.name!r}",
                              lambda: self._admin.describe_configs(
-                                 [ck], request_timeout=self._timeout)[ck].result())
+                                 [ck], request_timeout=self._timeout)[ck].result(self._timeout))
         source = _CONFIG_SOURCE[resource.type]
         return {name: e.value for name, e in sorted(entries.items())
                 if int(e.source) == source and e.value is not None}
@@ -236,7 +247,7 @@ class AdminApiBackend:
         futures = self._call(f"create topic {topic!r}",
                              lambda: self._admin.create_topics(
                                  [new], request_timeout=self._timeout))
-        self._call(f"create topic {topic!r}", futures[topic].result)
+        self._call(f"create topic {topic!r}", lambda: futures[topic].result(self._timeout))
 
     def create_partitions(self, topic: str, new_assignment: Mapping[int, Sequence[int]]) -> None:
         if not new_assignment:
@@ -259,7 +270,8 @@ class AdminApiBackend:
         futures = self._call(f"create partitions of {topic!r}",
                              lambda: self._admin.create_partitions(
                                  [new], request_timeout=self._timeout))
-        self._call(f"create partitions of {topic!r}", futures[topic].result)
+        self._call(f"create partitions of {topic!r}",
+                   lambda: futures[topic].result(self._timeout))
 
     def alter_reassignments(self, targets: Mapping[TopicPartition, Sequence[int] | None]) -> None:
         from kafka import TopicPartition as KpTopicPartition
@@ -310,7 +322,7 @@ class AdminApiBackend:
         what = f"alter configs of {resource.type} {resource.name!r}"
         futures = self._call(what, lambda: self._admin.incremental_alter_configs(
             [ck], request_timeout=self._timeout))
-        self._call(what, futures[ck].result)
+        self._call(what, lambda: futures[ck].result(self._timeout))
 
     def elect_preferred_leaders(
         self, partitions: Iterable[TopicPartition]
@@ -355,10 +367,13 @@ class AdminApiBackend:
         counts = {}
         for topic, future in futures.items():
             try:
-                counts[topic] = len(future.result().partitions)
+                counts[topic] = len(future.result(self._timeout).partitions)
             except KafkaException as exc:
                 if _error_name(exc) != "UNKNOWN_TOPIC_OR_PARTITION":
                     raise _backend_error("describe topics", exc) from None
+            except concurrent.futures.TimeoutError:
+                raise BackendError(
+                    f"describe topics: no answer within {self._timeout:g}s") from None
         unknown = [tp for tp in targets if not 0 <= tp.partition < counts.get(tp.topic, 0)]
         if unknown:
             raise ValidationError(f"unknown partition(s): {_names(unknown)}")

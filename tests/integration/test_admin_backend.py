@@ -26,31 +26,17 @@ from kafka_ops.errors import (
     NoReassignmentInProgressError,
     ValidationError,
 )
-from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition, TopicPartition
+from kafka_ops.model import TopicPartition
+from kafka_ops.testing.clusters import four_broker_cluster
 
 USERS = {"admin": "admin-secret"}
 SASL = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
         "sasl.username": "admin", "sasl.password": "admin-secret"}
 
 
-def small_cluster() -> ClusterModel:
-    """Four brokers on two racks; "orders" (3 x RF2) and "events" (2 x RF3) with sizes."""
-    disk = BrokerCapacity(disk_bytes=10**12, network_in_bytes_per_sec=10**8,
-                          network_out_bytes_per_sec=10**8)
-    brokers = [Broker(id=i, rack="ab"[i % 2], capacity=disk) for i in (1, 2, 3, 4)]
-    parts = [
-        Partition("orders", 0, (1, 2), 1, (1, 2), size_bytes=1000),
-        Partition("orders", 1, (2, 3), 2, (2, 3), size_bytes=2000),
-        Partition("orders", 2, (3, 4), 3, (3, 4), size_bytes=3000),
-        Partition("events", 0, (1, 2, 3), 2, (1, 2, 3), size_bytes=500),
-        Partition("events", 1, (2, 3, 4), 2, (2, 3, 4), size_bytes=700),
-    ]
-    return ClusterModel(brokers, parts)
-
-
 @pytest.fixture(params=["kraft", "zk"])
 def setup(request: pytest.FixtureRequest) -> Iterator[tuple[EmulatedCluster, AdminApiBackend]]:
-    cluster = EmulatedCluster(small_cluster(), mode=request.param, clock=ManualClock())
+    cluster = EmulatedCluster(four_broker_cluster(), mode=request.param, clock=ManualClock())
     face = WireFace(cluster).start()
     backend = AdminApiBackend(face.bootstrap_servers, request_timeout_s=10)
     yield cluster, backend
@@ -128,7 +114,7 @@ def test_elect_preferred_leaders_maps_not_needed_to_success(setup):
 def test_controller_failover_is_followed():
     """kafka-python caches the controller id: after the controller dies the backend must
     look it up again rather than fail (ZooKeeper mode: only the controller answers)."""
-    cluster = EmulatedCluster(small_cluster(), mode="zk", clock=ManualClock())
+    cluster = EmulatedCluster(four_broker_cluster(), mode="zk", clock=ManualClock())
     with WireFace(cluster) as face:
         backend = AdminApiBackend(face.bootstrap_servers, request_timeout_s=10)
         try:
@@ -142,8 +128,27 @@ def test_controller_failover_is_followed():
             backend.close()
 
 
+def test_controller_death_keeps_describe_reassign_and_elect_working(setup):
+    """The controller dies: describe_cluster still answers (it once waited without end for the
+    dead controller; every call is now bounded by the request timeout and raises BackendError
+    past it), then the new controller takes a reassignment and a preferred election (mode "zk":
+    only the controller answers those)."""
+    cluster, backend = setup
+    backend.describe_cluster()  # librdkafka now caches broker 1 as the controller
+    cluster.stop_broker(1)
+    assert cluster.controller_id == 2
+    model = backend.describe_cluster()
+    assert model.brokers[1].alive is False
+    assert sorted(model.alive_broker_ids) == [2, 3, 4]
+    orders2 = TopicPartition("orders", 2)
+    backend.alter_reassignments({orders2: [4, 3]})
+    assert set(backend.list_reassignments()) <= {orders2}
+    events1 = TopicPartition("events", 1)
+    assert backend.elect_preferred_leaders([events1]) == {events1: None}
+
+
 def test_sasl_settings_reach_both_clients_and_stay_secret(caplog):
-    cluster = EmulatedCluster(small_cluster(), mode="kraft", clock=ManualClock())
+    cluster = EmulatedCluster(four_broker_cluster(), mode="kraft", clock=ManualClock())
     caplog.set_level(logging.DEBUG)
     with WireFace(cluster, sasl_plain_users=USERS) as face:
         backend = AdminApiBackend(face.bootstrap_servers, SASL, request_timeout_s=10)
@@ -158,7 +163,7 @@ def test_sasl_settings_reach_both_clients_and_stay_secret(caplog):
 
 
 def test_wrong_password_fails_without_revealing_it():
-    cluster = EmulatedCluster(small_cluster(), mode="kraft", clock=ManualClock())
+    cluster = EmulatedCluster(four_broker_cluster(), mode="kraft", clock=ManualClock())
     with WireFace(cluster, sasl_plain_users=USERS) as face:
         backend = AdminApiBackend(face.bootstrap_servers, dict(SASL, **{"sasl.password": "guess"}),
                                   request_timeout_s=2)
@@ -203,7 +208,7 @@ def test_both_faces_share_one_cluster(zk_connect):
     from kafka_ops.backends.zookeeper import ZooKeeperBackend
     from kafka_ops.emulator.runtime import Emulator
 
-    with Emulator(small_cluster(), zookeeper=zk_connect, mode="zk", clock=ManualClock(),
+    with Emulator(four_broker_cluster(), zookeeper=zk_connect, mode="zk", clock=ManualClock(),
                   wire=True) as emulator:
         zk_backend = ZooKeeperBackend(zk_connect)
         admin = AdminApiBackend(emulator.bootstrap_servers, request_timeout_s=10)

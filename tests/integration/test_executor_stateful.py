@@ -49,10 +49,10 @@ def plans(draw) -> ReassignmentPlan:
     })
 
 
-# Broker 1 is the emulator's controller; killing it is left out here because the Admin API
-# backend then waits without end inside confluent-kafka's describe_cluster (reported).
+# Any broker may die, broker 1 (the emulator's first controller) included.
 faults = hs.lists(
-    hs.tuples(hs.integers(1, 8), hs.sampled_from(["cancel", "kill", "crash"]), hs.sampled_from(list(BROKERS)[1:])),
+    hs.tuples(hs.integers(1, 8), hs.sampled_from(["cancel", "kill", "crash"]),
+              hs.sampled_from(list(BROKERS))),
     min_size=1, max_size=2,
 )
 
@@ -61,10 +61,7 @@ class Crash(BaseException):
     """The executor process dies (no cleanup runs, like SIGKILL)."""
 
 
-# Not "admin" (KRaft over the wire): while a broker is dead its backend's describe_cluster
-# waits out a 15 s request timeout on every poll, which makes this test take minutes (reported;
-# the e2e tests cover broker death on that backend).
-@pytest.mark.parametrize("kind", [k for k in EMULATED_BACKENDS if k != "admin"])
+@pytest.mark.parametrize("kind", list(EMULATED_BACKENDS))
 @settings(max_examples=6, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(plan=plans(), schedule=faults)
 def test_random_plans_and_faults_keep_every_partition_whole(kind, zk_connect, plan, schedule):
