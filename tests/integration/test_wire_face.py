@@ -36,29 +36,14 @@ from kio.serial import entity_reader
 from kafka_ops.emulator.clock import ManualClock
 from kafka_ops.emulator.cluster import EmulatedCluster
 from kafka_ops.emulator.wire_face import WireFace
-from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition
+from kafka_ops.testing.clusters import four_broker_cluster
 
 NOT_CONTROLLER, INVALID_REQUEST, UNSUPPORTED_VERSION, SASL_AUTHENTICATION_FAILED = 41, 42, 35, 58
 USERS = {"admin": "admin-secret"}
 
 
-def small_cluster() -> ClusterModel:
-    """Four brokers on two racks; "orders" (3 x RF2) and "events" (2 x RF3) with sizes."""
-    disk = BrokerCapacity(disk_bytes=10**12, network_in_bytes_per_sec=10**8,
-                          network_out_bytes_per_sec=10**8)
-    brokers = [Broker(id=i, rack="ab"[i % 2], capacity=disk) for i in (1, 2, 3, 4)]
-    parts = [
-        Partition("orders", 0, (1, 2), 1, (1, 2), size_bytes=1000),
-        Partition("orders", 1, (2, 3), 2, (2, 3), size_bytes=2000),
-        Partition("orders", 2, (3, 4), 3, (3, 4), size_bytes=3000),
-        Partition("events", 0, (1, 2, 3), 2, (1, 2, 3), size_bytes=500),
-        Partition("events", 1, (2, 3, 4), 2, (2, 3, 4), size_bytes=700),
-    ]
-    return ClusterModel(brokers, parts)
-
-
 def start(mode: str, sasl: dict[str, str] | None = None) -> tuple[EmulatedCluster, WireFace]:
-    cluster = EmulatedCluster(small_cluster(), mode=mode, clock=ManualClock())
+    cluster = EmulatedCluster(four_broker_cluster(), mode=mode, clock=ManualClock())
     return cluster, WireFace(cluster, sasl_plain_users=sasl).start()
 
 
