@@ -165,13 +165,6 @@ class ReassignmentPlan:
                                   "Unknown broker ids " + ",".join(map(str, unknown)))
 
     # -- relations to a cluster ----------------------------------------------------------
-    def changed_only(self, cluster: ClusterModel) -> ReassignmentPlan:
-        """The partitions whose target differs from their current replica list."""
-        return ReassignmentPlan(
-            {tp: r for tp, r in self.replicas.items() if cluster.partitions[tp].replicas != r},
-            {tp: d for tp, d in self.log_dirs.items() if cluster.partitions[tp].replicas != self.replicas[tp]},
-        )
-
     def rollback(self, cluster: ClusterModel) -> ReassignmentPlan:
         """The plan that puts every partition of this plan back as it is in ``cluster``."""
         return ReassignmentPlan({tp: cluster.partitions[tp].replicas for tp in self.replicas})

@@ -135,12 +135,6 @@ def test_validate_against_cluster(entries: dict, message: str) -> None:
     assert str(e.value) == message
 
 
-def test_changed_only_drops_partitions_already_in_place() -> None:
-    plan = plan_of({("orders", 0): (1, 2), ("orders", 1): (3, 2)})
-    assert plan.changed_only(cluster()).partitions == [("orders", 1)]
-
-
-# -- diff ------------------------------------------------------------------------------------
 def test_diff_per_partition_per_broker_and_totals() -> None:
     plan = plan_of(
         {
