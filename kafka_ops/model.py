@@ -56,6 +56,9 @@ class Partition:
     """One partition: replicas in order (replicas[0] is the preferred leader), leader and ISR.
 
     size_bytes is the leader's log size; bytes_in/out are per-second rates on the leader.
+    adding_replicas and removing_replicas are Kafka's AR and RR while a reassignment is in
+    flight (KIP-455): replicas is then the union of the original and the target set, so anything
+    that plans from this partition must plan from target_replicas, never from replicas.
     """
 
     topic: str
@@ -66,6 +69,8 @@ class Partition:
     size_bytes: int = 0
     bytes_in_per_sec: float = 0.0
     bytes_out_per_sec: float = 0.0
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
 
     @property
     def tp(self) -> TopicPartition:
@@ -86,6 +91,15 @@ class Partition:
     @property
     def is_under_replicated(self) -> bool:
         return len(self.isr) < len(self.replicas)
+
+    @property
+    def reassignment_in_progress(self) -> bool:
+        return bool(self.adding_replicas or self.removing_replicas)
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        """The replicas that remain once an in-flight reassignment completes (Kafka's TRS)."""
+        return tuple(r for r in self.replicas if r not in self.removing_replicas)
 
 
 class ClusterModel:

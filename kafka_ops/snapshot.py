@@ -72,6 +72,8 @@ def partition_from_dict(topic: str, d: Mapping[str, Any]) -> Partition:
         size_bytes=int(d.get("size_bytes", 0)),
         bytes_in_per_sec=float(d.get("bytes_in_per_sec", 0.0)),
         bytes_out_per_sec=float(d.get("bytes_out_per_sec", 0.0)),
+        adding_replicas=_int_list(d.get("adding_replicas", []), f"{where} adding_replicas"),
+        removing_replicas=_int_list(d.get("removing_replicas", []), f"{where} removing_replicas"),
     )
 
 
@@ -124,6 +126,11 @@ def model_to_dict(model: ClusterModel) -> dict[str, Any]:
                 "size_bytes": p.size_bytes,
                 "bytes_in_per_sec": p.bytes_in_per_sec,
                 "bytes_out_per_sec": p.bytes_out_per_sec,
+                **(
+                    {"adding_replicas": list(p.adding_replicas),
+                     "removing_replicas": list(p.removing_replicas)}
+                    if p.reassignment_in_progress else {}
+                ),
             }
             for p in parts
         ]
