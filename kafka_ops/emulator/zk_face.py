@@ -495,6 +495,8 @@ class ZooKeeperFace:
         deadline = None if give_up_after is None else time.monotonic() + give_up_after
         while True:
             try:
+                if (self._resync_needed or len(self._writer)) and not self._connected.is_set():
+                    raise Disconnected()
                 self._writer.flush()
                 if self._resync_needed:
                     self._resync()
