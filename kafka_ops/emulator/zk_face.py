@@ -214,6 +214,9 @@ class ZooKeeperFace:
         self._resync_needed = False
         self._session_id: int | None = None
         self._seen: dict[str, int] = {}  # admin znode -> czxid of the one acted on
+        self._oldest_unwritten: float | None = None  # when the oldest unwritten event came
+        self._max_lag = 0.0
+        self._removals: dict[TopicPartition, list[int] | None] = {}
         # What the znodes hold, as last written or read by us.
         self._assignments: dict[str, dict[int, Assignment]] = {}
         self._topic_ids: dict[str, str] = {}
@@ -322,6 +325,13 @@ class ZooKeeperFace:
                 if remaining <= 0:
                     raise TimeoutError("ZooKeeper face did not catch up in time")
                 self._queue.all_tasks_done.wait(remaining)
+
+    def mirror_stats(self) -> dict[str, float]:
+        """The mirror's worst lag (a model event to its znode writes acknowledged, seconds) and
+        what it sent, for benchmarks and logs."""
+        return {"max_lag_s": round(self._max_lag, 3), "writes": self._writer.sent_ops,
+                "transactions": self._writer.transactions,
+                "max_flush_s": round(self._writer.max_flush_seconds, 3)}
 
     @property
     def client(self) -> KazooClient:
@@ -456,7 +466,8 @@ class ZooKeeperFace:
         return self._watches[key]
 
     def _on_cluster_event(self, event: Event) -> None:
-        self._queue.put(("event", event))  # called under the cluster lock: never block
+        # Called under the cluster lock: never block. The time measures the mirror's lag.
+        self._queue.put(("event", event, time.monotonic()))
 
     # -- the worker ------------------------------------------------------------------------
     def _run(self) -> None:
@@ -470,6 +481,8 @@ class ZooKeeperFace:
                     self._flush()
                 if item[0] == "event":
                     self._mirror(item[1])
+                    if self._oldest_unwritten is None:
+                        self._oldest_unwritten = item[2]
                 elif item[0] == "call":
                     item[1]()
                 elif item[0] == "zk":
@@ -498,6 +511,9 @@ class ZooKeeperFace:
                 if (self._resync_needed or len(self._writer)) and not self._connected.is_set():
                     raise Disconnected()
                 self._writer.flush()
+                if self._oldest_unwritten is not None:
+                    self._max_lag = max(self._max_lag, time.monotonic() - self._oldest_unwritten)
+                    self._oldest_unwritten = None
                 if self._resync_needed:
                     self._resync()
                 return
@@ -645,13 +661,26 @@ class ZooKeeperFace:
 
     def _on_reassignment_started(self, event: Event) -> None:
         if event.data["source"] == "api":  # the latest reassignment wins over a ZK one
-            tp = TopicPartition(event.topic, event.partition)
-            self._remove_from_reassign_znode(lambda t, _: t == tp)
+            self._remove_later(TopicPartition(event.topic, event.partition), None)
 
     def _on_reassignment_completed(self, event: Event) -> None:
         tp = TopicPartition(event.topic, event.partition)
-        result = event.data["replicas"]
-        self._remove_from_reassign_znode(lambda t, reps: t == tp and reps == result)  # B7
+        self._remove_later(tp, list(event.data["replicas"]))  # B7
+
+    def _remove_later(self, tp: TopicPartition, replicas: list[int] | None) -> None:
+        """Drop ``tp`` from /admin/reassign_partitions (any entry when ``replicas`` is None,
+        else only one asking for them). Kafka reads and rewrites the znode per completion;
+        removals queued together are applied in one rewrite, so a plan of thousands of
+        partitions costs one read and write per burst of completions, not one per partition.
+        """
+        if not self._removals:
+            self._queue.put(("call", self._apply_removals))
+        self._removals[tp] = replicas
+
+    def _apply_removals(self) -> None:
+        removals, self._removals = self._removals, {}
+        self._remove_from_reassign_znode(
+            lambda t, reps: t in removals and removals[t] in (None, reps))
 
     _on_reassignment_cancelled = _on_reassignment_completed
 
