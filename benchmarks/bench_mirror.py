@@ -36,7 +36,13 @@ from kafka_ops.emulator.cluster import EmulatedCluster
 from kafka_ops.emulator.zk_check import mirror_differences, wait_for_mirror
 from kafka_ops.emulator.zk_face import TOPICS, ZooKeeperFace
 from kafka_ops.executor.leaders import elect_preferred_leaders
-from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition, TopicPartition
+from kafka_ops.model import (
+    Broker,
+    BrokerCapacity,
+    ClusterModel,
+    Partition,
+    TopicPartition,
+)
 from kafka_ops.testing.zookeeper import ZooKeeperServer
 
 MB = 10**6
@@ -145,8 +151,9 @@ def main() -> None:
             phases.append(("throttles removed", time.monotonic() - start))
             batch = -(-args.partitions // args.batches)
             report = elect_preferred_leaders(backend, targets, batch)
-            phases.append((f"{len(report.elected)} leaders elected in "
-                           f"{-(-len(report.elected) // batch)} batches", time.monotonic() - start))
+            elected = (f"{len(report.elected)} leaders elected in "
+                       f"{-(-len(report.elected) // batch)} batches")
+            phases.append((elected, time.monotonic() - start))
             ticking.set()
             final = wait_for_mirror(cluster, zk, timeout=120)
             phases.append(("znodes equal the model", time.monotonic() - start))
@@ -159,7 +166,7 @@ def main() -> None:
         throttles_left = [t for t in by_topic if b"throttled" in zk.get(f"/config/topics/{t}")[0]]
         zk.stop()
         zk.close()
-        stats = getattr(face, "mirror_stats", lambda: {})()
+        stats = getattr(face, "mirror_stats", dict)()
         face.stop()
 
     for name, at in phases:
