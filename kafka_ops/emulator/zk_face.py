@@ -11,9 +11,14 @@ znodes in order (see kafka-reassignment-protocol.md, section A).
 
 Kafka fidelity worth knowing:
 
-* ``/admin/reassign_partitions`` is acted on only when the znode is CREATED (or exists at start
-  or failover), like ``PartitionReassignmentHandler.handleCreation``; data written while it
-  exists is ignored until the next creation. Unparseable data is logged and read as empty
+* Watches follow Kafka's controller: whatever event wakes it (created, changed, deleted, or a
+  reconnect), the face re-arms the watch and checks existence in the same call
+  (``registerZNodeChangeHandlerAndCheckExistence``), so an admin znode deleted and created
+  again before the watch was re-armed is still seen. ``/admin/reassign_partitions`` and
+  ``/admin/preferred_replica_election`` are acted on once per znode (its czxid), when it is
+  created or found at start, failover or reconnect, like ``handleCreation``; data written while
+  it exists is ignored until the next creation. An election's new leaders are written before
+  its znode is deleted, so whoever waits for the deletion reads them. Unparseable data is logged and read as empty
   (``KafkaZkClient.getPartitionReassignment``): nothing starts, and the znode is deleted at the
   next rewrite (a completion finds nothing left in it). Entries that fail (unknown partitions)
   are removed from the znode; dead target brokers are accepted and stay pending.
@@ -26,9 +31,13 @@ Kafka fidelity worth knowing:
 
 Threading: one kazoo session owns every ephemeral znode. Kazoo watch callbacks and the cluster's
 event listener only enqueue; a single worker thread (like Kafka's ControllerEventManager) reacts
-to ZooKeeper and writes znodes, so writes keep the order of the cluster's events. Writes are
-pipelined (one session preserves request order) and drained before each ZooKeeper read. The face
-recognises its own writes by comparing what it reads with what it last wrote.
+to ZooKeeper and writes znodes, so writes keep the order of the cluster's events. Writes go
+through ``ZkWriter`` (coalesced, batched in ``multi`` transactions, flushed before each
+ZooKeeper read and whenever the queue empties) and are never dropped: across ConnectionLoss they
+are kept and resent. After a reconnect every watch is re-armed (kazoo forgets them); after a new
+session the brokers re-register their ephemeral znodes and a new controller is elected (epoch + 1)
+as Kafka's brokers do. The face recognises its own writes by comparing what it reads with what
+it last wrote.
 """
 
 from __future__ import annotations
