@@ -19,7 +19,13 @@ from kafka_ops.emulator.clock import ManualClock
 from kafka_ops.emulator.cluster import EmulatedCluster
 from kafka_ops.emulator.zk_check import wait_for_mirror
 from kafka_ops.emulator.zk_face import ZooKeeperFace
-from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition, TopicPartition
+from kafka_ops.model import (
+    Broker,
+    BrokerCapacity,
+    ClusterModel,
+    Partition,
+    TopicPartition,
+)
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.slow]
 MB = 10**6
