@@ -86,13 +86,13 @@ def read_text(path: str | Path, what: str, max_bytes: int | None = None) -> str:
     return decode_text(read_bytes(path, what, max_bytes), what, path)
 
 
-def parse_json(text: str, what: str) -> Any:
+def parse_json(text: str, what: str, malformed: str = "is not valid JSON") -> Any:
     """JSON with nesting bounded: deep or huge input raises InputError, never RecursionError."""
     _check_nesting(text, what)
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise InputError(f"{what} is not valid JSON: {e}") from None
+        raise InputError(f"{what} {malformed}: {e}") from None
     except (ValueError, RecursionError) as e:  # e.g. an integer of more than 4300 digits
         raise InputError(f"{what} is not acceptable JSON: {e}") from None
 
@@ -207,12 +207,8 @@ def throttle_rate(value: str | int | float, name: str | None = None) -> int:
 
 
 def broker_ids(value: str, name: str | None = None) -> list[int]:
-    """'0,1,2' -> [0, 1, 2]; each a broker id, none empty (duplicates are the caller's rule)."""
-    items = [item.strip() for item in str(value).split(",")]
-    if not value or not value.strip() or any(not item for item in items):
-        raise _fail(name, f"{value!r} is not a comma-separated list of broker ids")
-    return [broker_id(item, f"broker id {item!r}" if name is None else f"{name} {item!r}")
-            for item in items]
+    """'0,1,2' -> [0, 1, 2]; each a broker id (duplicates are the caller's rule)."""
+    return [broker_id(item.strip(), name) for item in str(value).split(",")]
 
 
 def broker_id_list(value: str) -> str:

@@ -34,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from kafka_ops import inputs
 from kafka_ops.assignment import BrokerMetadata, assign_new_partitions, assign_replicas_to_brokers
 from kafka_ops.errors import ValidationError
 from kafka_ops.model import Broker, ClusterModel, Partition, TopicPartition
@@ -449,18 +450,12 @@ _UniqueKeyLoader.add_constructor(
 
 def load_pools(path: str | Path) -> PoolSet:
     """Read and check a pools file (YAML or JSON); a one-line ValidationError if malformed."""
+    # Through kafka_ops.inputs: size-capped, strict UTF-8, nesting bounded.
+    data = inputs.read_yaml(path, "pools file", loader=_UniqueKeyLoader)  # a SafeLoader subclass
     try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise ValidationError(f"cannot read pools file {path}: {e.strerror}") from None
-    try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise ValidationError(f"pools file {path} is not valid YAML{where}: {problem}") from None
-    return pools_from_dict(data)
+        return pools_from_dict(data)
+    except ValidationError as e:
+        raise ValidationError(f"pools file {path}: {e}" if str(path) not in str(e) else str(e)) from None
 
 
 def pools_from_dict(data: Any) -> PoolSet:

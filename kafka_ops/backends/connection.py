@@ -70,6 +70,8 @@ class ClusterConnection:
             )
         if self.zookeeper:
             validate_zookeeper_connect(self.zookeeper)
+        else:
+            validate_bootstrap_servers(self.bootstrap_servers or "")
         if self.zookeeper_session_timeout_s <= 0 or self.zookeeper_connect_timeout_s <= 0:
             raise ValidationError("ZooKeeper timeouts must be positive")
 
@@ -97,6 +99,28 @@ def validate_zookeeper_connect(connect: str) -> None:
         if not _HOST_PORT.match(host.strip()):
             raise ValidationError(
                 f"ZooKeeper connect string {connect!r} has a bad host:port {host!r}"
+            )
+
+
+_BOOTSTRAP = re.compile(r"^(?:[A-Za-z_]+://)?(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[A-Za-z0-9_.\-]+)):(?P<port>\d{1,5})$")
+
+
+def validate_bootstrap_servers(servers: str) -> None:
+    """``host:port[,host:port...]`` as Kafka's bootstrap.servers ("[::1]:9092" for IPv6):
+    refused here, with the bad entry named, rather than as librdkafka's "Broker transport
+    failure" a minute later."""
+    entries = [e.strip() for e in servers.split(",")]
+    if not servers.strip() or not all(entries):
+        raise ValidationError(f"bootstrap servers {servers!r}: empty entry; expected host:port[,...]")
+    for entry in entries:
+        m = _BOOTSTRAP.match(entry)
+        if m is None:
+            raise ValidationError(
+                f"bootstrap servers {servers!r}: invalid url {entry!r}; expected host:port"
+            )
+        if not 1 <= int(m["port"]) <= 65535:
+            raise ValidationError(
+                f"bootstrap servers {servers!r}: port {m['port']} of {entry!r} is out of range 1..65535"
             )
 
 
