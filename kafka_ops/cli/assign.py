@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 
+from kafka_ops import inputs
 from kafka_ops.assignment import (
     RACK_AWARE_MODES,
     BrokerMetadata,
