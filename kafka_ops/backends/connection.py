@@ -18,7 +18,7 @@ from kafka_ops.errors import ValidationError
 
 _HOST_PORT = re.compile(r"^[^\s/,:]+(:\d{1,5})?$")
 #: Keys of librdkafka/Kafka client security settings whose values are secrets.
-_SECRET_HINTS = ("password", "secret", "token", "key")
+_SECRET_HINTS = ("password", "secret", "token", "key", "jaas.config")
 
 
 def _is_secret(key: str) -> bool:
@@ -125,7 +125,8 @@ def validate_bootstrap_servers(servers: str) -> None:
 
 
 def connect(conn: ClusterConnection) -> ClusterBackend:
-    """A started backend for the connection: ZooKeeper (kazoo) or the Admin API."""
+    """A started backend for the connection: ZooKeeper (kazoo) or the Admin API (checked to
+    answer, so a wrong password or an unreachable host is named before anything else)."""
     if conn.zookeeper:
         from kafka_ops.backends.zookeeper import ZooKeeperBackend
 
@@ -137,4 +138,10 @@ def connect(conn: ClusterConnection) -> ClusterBackend:
         )
     from kafka_ops.backends.admin import AdminApiBackend  # lazy: confluent-kafka is heavy
 
-    return AdminApiBackend(conn.bootstrap_servers, security=dict(conn.security or {}))
+    backend = AdminApiBackend(conn.bootstrap_servers, security=dict(conn.security or {}))
+    try:
+        backend.check_connection()  # a named auth/TLS/unreachable error within seconds
+    except BaseException:
+        backend.close()
+        raise
+    return backend
