@@ -19,6 +19,7 @@ Authentication, TLS and unreachable-host failures are named within seconds
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -161,6 +162,7 @@ class AdminApiBackend:
                           leader=p.leader, isr=tuple(p.isrs))
                 for p in topic.partitions.values()
             )
+        partitions = _with_reassignments(partitions, self.list_reassignments())
         sizes = self._partition_sizes(partitions, live)
         partitions = [_with_size(p, sizes.get(p.tp, {})) for p in partitions]
         brokers = list(live.values())
@@ -517,8 +519,23 @@ def _with_size(partition: Partition, sizes: Mapping[int, int]) -> Partition:
     if not sizes:
         return partition
     size = sizes.get(partition.leader, max(sizes.values()))
-    return Partition(partition.topic, partition.partition, partition.replicas, partition.leader,
-                     partition.isr, size_bytes=size)
+    return dataclasses.replace(partition, size_bytes=size)
+
+
+def _with_reassignments(
+    partitions: list[Partition], ongoing: Mapping[TopicPartition, OngoingReassignment]
+) -> list[Partition]:
+    """Kafka's AR/RR (ListPartitionReassignments) on the partitions moving now; their replicas
+    are the full in-flight set the listing gives (original and target)."""
+    if not ongoing:
+        return partitions
+    out = []
+    for p in partitions:
+        moving = ongoing.get(p.tp)
+        out.append(p if moving is None else dataclasses.replace(
+            p, replicas=moving.replicas, adding_replicas=moving.adding,
+            removing_replicas=moving.removing))
+    return out
 
 
 def _names(tps: Iterable[TopicPartition]) -> str:

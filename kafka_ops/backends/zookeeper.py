@@ -285,16 +285,22 @@ class ZooKeeperBackend:
             )
         }
         topics = self._topics(self._children(zk.TOPICS))
+        ongoing = _ongoing(topics, self._pending_zk_reassignment(), None)
         tps = [TopicPartition(t, p) for t, z in topics.items() for p in z.partitions]
         state_paths = [zk.partition_state_path(*tp) for tp in tps]
         partitions = []
         for tp, path, data in zip(tps, state_paths, self._get_many(state_paths), strict=True):
-            replicas = topics[tp.topic].partitions[tp.partition]
+            moving = ongoing.get(tp)
+            replicas: dict[str, Any] = (
+                {"replicas": topics[tp.topic].partitions[tp.partition]} if moving is None else
+                {"replicas": moving.replicas, "adding_replicas": moving.adding,
+                 "removing_replicas": moving.removing})
             if data is None:  # the controller has not created the partition yet: no leader
-                partitions.append(Partition(tp.topic, tp.partition, replicas))
+                partitions.append(Partition(tp.topic, tp.partition, **replicas))
                 continue
             state = zk.decode_partition_state(path, data)
-            partitions.append(Partition(tp.topic, tp.partition, replicas, state.leader, state.isr))
+            partitions.append(Partition(tp.topic, tp.partition, leader=state.leader,
+                                        isr=state.isr, **replicas))
         config_paths = [zk.config_path(zk.CONFIG_TOPICS, t) for t in topics]
         configs = {
             t: zk.decode_config(p, data)
@@ -318,30 +324,7 @@ class ZooKeeperBackend:
             names = self._children(zk.TOPICS)
         else:
             names = sorted({tp.topic for tp in wanted})
-        topics = self._topics(names)
-        out: dict[TopicPartition, OngoingReassignment] = {}
-        for topic, znode in topics.items():
-            for p, replicas in znode.partitions.items():
-                tp = TopicPartition(topic, p)
-                if znode.reassigning(p) and (wanted is None or tp in wanted):
-                    out[tp] = OngoingReassignment(
-                        tp, replicas, znode.adding.get(p, ()), znode.removing.get(p, ())
-                    )
-        for tp, target in pending.items():
-            if tp in out or (wanted is not None and tp not in wanted):
-                continue
-            znode = topics.get(tp.topic)
-            if znode is None or tp.partition not in znode.partitions:
-                continue  # Kafka drops entries for unknown partitions
-            original = znode.partitions[tp.partition]
-            replicas = tuple(dict.fromkeys((*target, *original)))
-            out[tp] = OngoingReassignment(
-                tp,
-                replicas,
-                tuple(r for r in replicas if r not in original),
-                tuple(r for r in replicas if r not in target),
-            )
-        return dict(sorted(out.items()))
+        return _ongoing(self._topics(names), pending, wanted)
 
     # -- topics --------------------------------------------------------------------------
     @_translate_errors
@@ -664,6 +647,39 @@ class ZooKeeperBackend:
                 raise BackendError(f"brokers {sorted(ids)} not {state} within {timeout:g}s")
         finally:
             stop()
+
+
+def _ongoing(
+    topics: Mapping[str, zk.TopicZnode],
+    pending: Mapping[TopicPartition, tuple[int, ...]],
+    wanted: set[TopicPartition] | None,
+) -> dict[TopicPartition, OngoingReassignment]:
+    """Reassignments in flight: the topic znodes' AR/RR (Kafka 2.4+); partitions only listed
+    in /admin/reassign_partitions (not yet started, or Kafka < 2.4) as the controller will run
+    them: RS = TRS then ORS, AR = RS - ORS, RR = RS - TRS."""
+    out: dict[TopicPartition, OngoingReassignment] = {}
+    for topic, znode in topics.items():
+        for p, replicas in znode.partitions.items():
+            tp = TopicPartition(topic, p)
+            if znode.reassigning(p) and (wanted is None or tp in wanted):
+                out[tp] = OngoingReassignment(
+                    tp, replicas, znode.adding.get(p, ()), znode.removing.get(p, ())
+                )
+    for tp, target in pending.items():
+        if tp in out or (wanted is not None and tp not in wanted):
+            continue
+        znode = topics.get(tp.topic)
+        if znode is None or tp.partition not in znode.partitions:
+            continue  # Kafka drops entries for unknown partitions
+        original = znode.partitions[tp.partition]
+        replicas = tuple(dict.fromkeys((*target, *original)))
+        out[tp] = OngoingReassignment(
+            tp,
+            replicas,
+            tuple(r for r in replicas if r not in original),
+            tuple(r for r in replicas if r not in target),
+        )
+    return dict(sorted(out.items()))
 
 
 def _fits_in_a_znode(data: bytes, what: str) -> bytes:
