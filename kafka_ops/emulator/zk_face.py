@@ -45,11 +45,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.states import EventType, WatchedEvent
+from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
 from kafka_ops.emulator.cluster import EmulatedCluster, Event, KafkaError
+from kafka_ops.emulator.zk_writer import CONNECTION_ERRORS, Disconnected, ZkWriter
 from kafka_ops.errors import ClusterStateError, KafkaOpsError, ValidationError
 from kafka_ops.model import TopicPartition
 
@@ -207,7 +208,12 @@ class ZooKeeperFace:
         self._client: KazooClient | None = None
         self._queue: queue.Queue = queue.Queue()
         self._worker: threading.Thread | None = None
-        self._pending: deque = deque()
+        self._writer = ZkWriter(lambda: self.client, timeout)
+        self._connected = threading.Event()
+        self._stopping = threading.Event()
+        self._resync_needed = False
+        self._session_id: int | None = None
+        self._seen: dict[str, int] = {}  # admin znode -> czxid of the one acted on
         # What the znodes hold, as last written or read by us.
         self._assignments: dict[str, dict[int, Assignment]] = {}
         self._topic_ids: dict[str, str] = {}
@@ -229,6 +235,10 @@ class ZooKeeperFace:
                 root.stop()
                 root.close()
         self._client = self._connect(self.zookeeper)
+        self._session_id = self._client.client_id[0]
+        self._connected.set()
+        self._stopping.clear()
+        self._client.add_listener(self._on_state)
         try:
             self._clear_previous_run()
             with self.cluster.lock:
@@ -287,6 +297,7 @@ class ZooKeeperFace:
 
     def stop(self) -> None:
         self.cluster.remove_listener(self._on_cluster_event)
+        self._stopping.set()
         if self._worker is not None:
             self._queue.put(None)
             self._worker.join(timeout=30)
@@ -407,20 +418,25 @@ class ZooKeeperFace:
                 with self.cluster.lock:
                     self.cluster.brokers[broker_id].epoch = stat.czxid
 
-    def _arm_watches(self) -> None:
+    def _arm_watches(self, initial: bool = True) -> None:
+        """Arm every watch (at start, and again after a reconnect: kazoo forgets them)."""
         self.client.exists(REASSIGN, watch=self._watch("reassign"))
         self.client.exists(PREFERRED_ELECTION, watch=self._watch("preferred"))
         self.client.exists(CONTROLLER, watch=self._watch("controller"))
         self.client.get_children(TOPICS, watch=self._watch("topics"))
-        self._last_notice = max(
-            (_sequence(n) for n in self.client.get_children(
-                CONFIG_CHANGES, watch=self._watch("notices"))), default=-1)
+        notices = self.client.get_children(CONFIG_CHANGES, watch=self._watch("notices"))
+        if initial:
+            self._last_notice = max((_sequence(n) for n in notices), default=-1)
         results = [self.client.get_async(f"{TOPICS}/{t}", watch=self._topic_watch(t))
                    for t in self._assignments]
         for r in results:
             r.get(timeout=self.timeout)
-        if self.client.exists(REASSIGN):  # present at start: the controller acts on it
-            self._queue.put(("zk", "reassign", EventType.CREATED))
+        # Present at start or created while unwatched: checked as any event would be.
+        self._queue.put(("zk", "reassign", None))
+        self._queue.put(("zk", "preferred", None))
+        if not initial:  # partitions an operator added while we were away
+            for topic in self._assignments:
+                self._queue.put(("zk", "topic", topic))
 
     def _watch(self, name: str):
         """One callback object per znode: kazoo keeps a set, so re-arming never doubles it."""
@@ -448,40 +464,101 @@ class ZooKeeperFace:
             item = self._queue.get()
             try:
                 if item is None:
-                    self._drain()
+                    self._flush(give_up_after=self.timeout)
                     return
+                if self._resync_needed:
+                    self._flush()
                 if item[0] == "event":
                     self._mirror(item[1])
-                else:
-                    self._drain()
+                elif item[0] == "call":
+                    item[1]()
+                elif item[0] == "zk":
+                    self._flush()
                     self._react(item[1], item[2])
-                if self._queue.empty() or len(self._pending) >= _MAX_PENDING_WRITES:
-                    self._drain()
+                if self._queue.empty() or len(self._writer) >= _MAX_PENDING_WRITES:
+                    self._flush()
+            except Disconnected:
+                log.warning("ZooKeeper unreachable while handling %r; retrying after reconnect",
+                            item[0] if item else item)
+            except CONNECTION_ERRORS as e:  # a read: redone by the resync after reconnecting
+                log.warning("ZooKeeper unreachable while handling %r: %r", item, e)
+                self._resync_needed = True
             except Exception:
                 log.exception("ZooKeeper face failed on %r", item)
             finally:
                 self._queue.task_done()
 
-    def _drain(self) -> None:
-        while self._pending:
-            path, result = self._pending.popleft()
+    def _flush(self, give_up_after: float | None = None) -> None:
+        """Write everything buffered; across a lost connection wait for the next one (or
+        ``give_up_after`` seconds), then resynchronise: a new session re-registers the
+        brokers' ephemeral znodes and elects a controller, as Kafka's brokers do."""
+        deadline = None if give_up_after is None else time.monotonic() + give_up_after
+        while True:
             try:
-                result.get(timeout=self.timeout)
-            except (NodeExistsError, NoNodeError) as e:
-                log.debug("write to %s: %r", path, e)
-            except Exception:
-                log.exception("write to %s failed", path)
+                self._writer.flush()
+                if self._resync_needed:
+                    self._resync()
+                return
+            except (Disconnected, *CONNECTION_ERRORS):
+                self._resync_needed = True
+                while not self._connected.wait(0.1):
+                    if (self._stopping.is_set() and deadline is None) or (
+                            deadline is not None and time.monotonic() > deadline):
+                        log.error("ZooKeeper unreachable: %d writes not mirrored",
+                                  len(self._writer))
+                        return
 
-    def _write(self, path: str, data: bytes) -> None:
-        self._pending.append((path, self.client.set_async(path, data)))
+    def _on_state(self, state: KazooState) -> None:
+        """Kazoo's connection listener (its event thread: only flags and enqueues). Kazoo
+        forgets every watch when the connection drops, so any reconnect re-arms them."""
+        if state == KazooState.CONNECTED:
+            self._connected.set()
+            self._queue.put(("resync",))
+        else:
+            self._connected.clear()
+            self._resync_needed = True
+
+    def _resync(self) -> None:
+        """After a reconnect: re-register what a new session lost, re-arm every watch and act
+        on whatever was created meanwhile (Kafka's controller re-registers its handlers and
+        checks existence in the same step)."""
+        self._resync_needed = False
+        try:
+            session_id = self.client.client_id[0]
+            if session_id != self._session_id:
+                log.warning("new ZooKeeper session 0x%x: brokers re-register", session_id)
+                self._session_id = session_id
+                for b in self.cluster.brokers.values():
+                    if b.alive:
+                        self._writer.create(f"{BROKER_IDS}/{b.id}", encode(broker_json(
+                            b.id, b.host, b.advertised_port, b.rack, _now_ms())),
+                            ephemeral=True)
+                self._writer.flush()
+                self._sync_broker_epochs(
+                    [b.id for b in self.cluster.brokers.values() if b.alive])
+                self._failover()  # the controller's session went too: a new one is elected
+            self._arm_watches(initial=False)
+            self._process_topic_children()
+            self._process_notices()
+            self._remove_from_reassign_znode(self._reassignment_done)
+        except BaseException:
+            self._resync_needed = True
+            raise
+
+    def _reassignment_done(self, tp: TopicPartition, replicas: list[int]) -> bool:
+        p = self.cluster.partitions.get(tp)
+        return p is not None and self.cluster.reassignment_target(tp) is None and list(
+            p.replicas) == list(replicas)
+
+    def _write(self, path: str, data) -> None:
+        self._writer.set(path, data)
 
     def _create(self, path: str, data: bytes = b"", ephemeral: bool = False,
                 sequence: bool = False) -> None:
-        self._pending.append((path, self.client.create_async(
-            path, data, ephemeral=ephemeral, sequence=sequence)))
+        self._writer.create(path, data, ephemeral=ephemeral, sequence=sequence)
 
     def _write_or_create(self, path: str, data: bytes, ephemeral: bool = False) -> None:
-        self._drain()
+        self._flush()
         if self.client.exists(path):
             self._write(path, data)
         else:
@@ -497,28 +574,25 @@ class ZooKeeperFace:
         b = self.cluster.brokers[event.broker]
         path = f"{BROKER_IDS}/{b.id}"
         data = encode(broker_json(b.id, b.host, b.advertised_port, b.rack, _now_ms()))
-        self._drain()
-        try:
-            self.client.create(path, data, ephemeral=True)
-        except NodeExistsError:
-            self.client.set(path, data)
+        self._writer.create(path, data, ephemeral=True)  # sets it if it exists
+        self._flush()
         self._sync_broker_epochs([b.id])
 
     def _on_broker_stopped(self, event: Event) -> None:
-        self._pending.append((f"{BROKER_IDS}/{event.broker}",
-                              self.client.delete_async(f"{BROKER_IDS}/{event.broker}")))
+        self._writer.delete(f"{BROKER_IDS}/{event.broker}")
 
     def _on_controller_changed(self, event: Event) -> None:
         self._write(CONTROLLER_EPOCH, str(event.data["epoch"]).encode())
         if event.broker < 0:
             self._deleting_controller = True
-            self._pending.append((CONTROLLER, self.client.delete_async(CONTROLLER)))
+            self._writer.delete(CONTROLLER)
         else:
             self._write_or_create(CONTROLLER, encode(controller_json(event.broker, _now_ms())),
                                   ephemeral=True)
 
     def _write_topic(self, topic: str) -> None:
-        self._write(f"{TOPICS}/{topic}", encode(topic_json(
+        # Encoded when sent: a topic changed by many events is written once per flush.
+        self._write(f"{TOPICS}/{topic}", lambda: encode(topic_json(
             self._topic_ids.get(topic), self._assignments[topic])))
 
     def _create_partitions(self, topic: str, states: dict[int, dict], parent: bool) -> None:
@@ -543,7 +617,7 @@ class ZooKeeperFace:
             self._configs[("topics", topic)] = dict(data["configs"])
             self._write_or_create(f"/config/topics/{topic}", encode(config_json(data["configs"])))
         self._create_partitions(topic, data["partitions"], parent=True)
-        self._drain()
+        self._flush()
         self.client.get_async(f"{TOPICS}/{topic}", watch=self._topic_watch(topic))
 
     def _on_partitions_created(self, event: Event) -> None:
@@ -562,8 +636,10 @@ class ZooKeeperFace:
             self._write_topic(tp.topic)
         if self._state_versions.get(tp) != d["partition_epoch"]:
             self._state_versions[tp] = d["partition_epoch"]
-            self._write(f"{TOPICS}/{tp.topic}/partitions/{tp.partition}/state", encode(state_json(
-                d["leader"], d["leader_epoch"], d["isr"], d["controller_epoch"])))
+            self._writer.set(  # every write: the znode version is the partition epoch
+                f"{TOPICS}/{tp.topic}/partitions/{tp.partition}/state", encode(state_json(
+                    d["leader"], d["leader_epoch"], d["isr"], d["controller_epoch"])),
+                coalesce=False)
 
     def _on_reassignment_started(self, event: Event) -> None:
         if event.data["source"] == "api":  # the latest reassignment wins over a ZK one
@@ -589,7 +665,7 @@ class ZooKeeperFace:
 
     def _remove_from_reassign_znode(self, remove) -> None:
         """KafkaController.maybeRemoveFromZkReassignment: rewrite, or delete when empty."""
-        self._drain()
+        self._flush()
         try:
             raw, stat = self.client.get(REASSIGN)
         except NoNodeError:
@@ -601,7 +677,7 @@ class ZooKeeperFace:
         if kept:
             self._write(REASSIGN, encode(reassignment_json(kept)))
         else:
-            self._pending.append((REASSIGN, self.client.delete_async(REASSIGN)))
+            self._writer.delete(REASSIGN)
 
     @staticmethod
     def _read_reassignment(raw: bytes) -> dict[TopicPartition, list[int]]:
@@ -615,12 +691,10 @@ class ZooKeeperFace:
     # -- ZooKeeper notifications -> controller actions -------------------------------------
     def _react(self, name: str, detail: Any) -> None:
         if name == "reassign":
-            stat = self.client.exists(REASSIGN, watch=self._watch("reassign"))
-            if detail == EventType.CREATED and stat is not None:
+            if self._register_and_check(REASSIGN, "reassign"):
                 self._process_reassign_znode()
         elif name == "preferred":
-            stat = self.client.exists(PREFERRED_ELECTION, watch=self._watch("preferred"))
-            if detail == EventType.CREATED and stat is not None:
+            if self._register_and_check(PREFERRED_ELECTION, "preferred"):
                 self._process_preferred_election()
         elif name == "controller":
             stat = self.client.exists(CONTROLLER, watch=self._watch("controller"))
@@ -635,6 +709,17 @@ class ZooKeeperFace:
             self._process_topic_change(detail)
         elif name == "notices":
             self._process_notices()
+
+    def _register_and_check(self, path: str, name: str) -> bool:
+        """Kafka's registerZNodeChangeHandlerAndCheckExistence: re-arm the watch and read
+        existence in one call, whatever event woke us. True when the znode exists and is
+        not the one already acted on (its czxid tells a re-creation from a data change,
+        which Kafka's handlers ignore)."""
+        stat = self.client.exists(path, watch=self._watch(name))
+        if stat is None or self._seen.get(path) == stat.czxid:
+            return False
+        self._seen[path] = stat.czxid
+        return True
 
     def _process_reassign_znode(self) -> None:
         try:
@@ -666,7 +751,9 @@ class ZooKeeperFace:
             results = self.cluster.elect_leaders(0, wanted)
             log.info("preferred replica election: %s",
                      {str(tp): e.name if e else "NONE" for tp, e in results.items()})
-        self._pending.append((PREFERRED_ELECTION, self.client.delete_async(PREFERRED_ELECTION)))
+        # Kafka writes the new leaders, then deletes the znode: the election's events are
+        # queued already, so the deletion queued behind them is written after them.
+        self._queue.put(("call", lambda: self._writer.delete(PREFERRED_ELECTION)))
 
     def _process_topic_children(self) -> None:
         children = self.client.get_children(TOPICS, watch=self._watch("topics"))

@@ -4,17 +4,28 @@ Runs Debian's ZooKeeper (``apt-get install zookeeper``) standalone on 127.0.0.1 
 with the settings measured to start in about a second (see the environment notes): never the
 ``ZooKeeperServerMain PORT DIR`` form, which binds every interface. Like kazoo's test harness, one
 server serves many tests, each in its own chroot.
+
+Fault injection (for fault suites): ``freeze()``/``thaw()`` stop and continue the server process
+(SIGSTOP/SIGCONT: clients see a silent server, their sessions expire once it is frozen past the
+session timeout), ``restart()`` stops it and starts it again on the same port and data dir (the
+sessions and znodes survive, as on a real restart), and ``expire_session(client)`` ends a
+client's session from a second connection, the way kazoo's own test harness does.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
+
+from kazoo.client import KazooClient
+from kazoo.protocol.states import KazooState
 
 from kafka_ops.errors import KafkaOpsError
 
@@ -47,6 +58,7 @@ class ZooKeeperServer:
         self.data_dir = Path(data_dir or tempfile.mkdtemp(prefix="kafka-ops-zk-"))
         self.log_path = self.data_dir / "zookeeper.log"
         self._process: subprocess.Popen[bytes] | None = None
+        self._frozen = False
 
     @property
     def connect_string(self) -> str:
@@ -98,6 +110,8 @@ class ZooKeeperServer:
         raise KafkaOpsError(f"ZooKeeper did not start within {timeout:.0f}s; see {self.log_path}")
 
     def stop(self) -> None:
+        if self._frozen and self._process is not None and self._process.poll() is None:
+            self.thaw()  # a stopped process ignores SIGTERM until continued
         if self._process is not None and self._process.poll() is None:
             self._process.terminate()
             try:
@@ -106,6 +120,52 @@ class ZooKeeperServer:
                 self._process.kill()
                 self._process.wait()
         self._process = None
+
+    @property
+    def pid(self) -> int:
+        if self._process is None or self._process.poll() is not None:
+            raise KafkaOpsError("ZooKeeper is not running")
+        return self._process.pid
+
+    @property
+    def frozen(self) -> bool:
+        return self._frozen
+
+    def freeze(self) -> None:
+        """SIGSTOP the server: it neither answers nor closes connections, like a hung host."""
+        os.kill(self.pid, signal.SIGSTOP)
+        self._frozen = True
+
+    def thaw(self) -> None:
+        os.kill(self.pid, signal.SIGCONT)
+        self._frozen = False
+
+    def restart(self, timeout: float = 30.0) -> ZooKeeperServer:
+        """Stop and start again on the same port and data dir (znodes and sessions kept)."""
+        self.stop()
+        return self.start(timeout)
+
+    def expire_session(self, client: KazooClient, timeout: float = 15.0) -> None:
+        """End ``client``'s session from a second connection with the same session id and
+        password, then wait until ``client`` has seen the expiry and holds a new session (or
+        has given up: kazoo reconnects by itself after SESSION_EXPIRED)."""
+        session_id, password = client.client_id
+        lost = threading.Event()
+
+        def listener(state: KazooState) -> bool:
+            if state == KazooState.LOST:
+                lost.set()
+                return True  # remove the listener
+            return False
+
+        client.add_listener(listener)
+        other = KazooClient(hosts=self.connect_string, client_id=(session_id, password))
+        other.start(timeout=timeout)
+        other.stop()
+        other.close()
+        if not lost.wait(timeout):
+            client.remove_listener(listener)
+            raise KafkaOpsError(f"session 0x{session_id:x} did not expire within {timeout:g}s")
 
     def cleanup(self) -> None:
         self.stop()
