@@ -36,6 +36,9 @@ MAX_NESTING = 64
 INT32_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1
 INT16_MAX = 2**15 - 1
+#: Most partitions one assign call computes: ten times the largest cluster benchmarked (1M);
+#: more would exhaust memory rather than fail.
+MAX_ASSIGN_PARTITIONS = 10_000_000
 #: Longest interval or timeout accepted: a year. Beyond it time.sleep/poll overflow.
 MAX_SECONDS = 365 * 24 * 3600.0
 
@@ -204,6 +207,26 @@ def throttle_rate(value: str | int | float, name: str | None = None) -> int:
             raise _fail(name, f"{value!r} is not a whole number of bytes per second")
         value = int(value)
     return bounded_int(value, 1, LONG_MAX, name, " bytes/s (Kafka's throttle is a long)")
+
+
+def partition_count(value: str | int, name: str | None = None) -> int:
+    """A partition count to compute an assignment for (0 and below: Kafka's own message)."""
+    number = _int(value, name)
+    if number > MAX_ASSIGN_PARTITIONS:
+        raise _fail(name, f"{number} partitions is more than {MAX_ASSIGN_PARTITIONS:,} "
+                          "(the most one call computes)")
+    return number
+
+
+def short_repr(value: object, limit: int = 80) -> str:
+    """repr() for an error message, bounded in time and length (a YAML alias bomb is a small
+    file whose repr is gigabytes)."""
+    import reprlib
+
+    r = reprlib.Repr()
+    r.maxlevel, r.maxlist, r.maxdict, r.maxstring, r.maxother = 3, 6, 6, limit, limit
+    text = r.repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def broker_ids(value: str, name: str | None = None) -> list[int]:

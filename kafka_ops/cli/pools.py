@@ -37,11 +37,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     assign.add_argument("--topic", required=True)
     assign.add_argument(
         "--partitions",
-        type=int,
+        type=inputs.partition_count,
         required=True,
         help="partition count of a new topic; for an existing topic the new total count",
     )
-    assign.add_argument("--replication-factor", type=int, help="required for a new topic")
+    assign.add_argument("--replication-factor", type=inputs.replication_factor,
+                        help="required for a new topic")
     assign.add_argument(
         "--start-index",
         type=int,
