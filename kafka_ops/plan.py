@@ -82,6 +82,17 @@ class ReassignmentPlan:
             raise ValidationError(f"{what} {path}: {e}") from None
 
     @classmethod
+    def read_base(cls, path: str | Path) -> ReassignmentPlan:
+        """A base (or rollback) file: a plan by Kafka's rules, checked as one (no empty list,
+        no duplicate replica), errors naming the file."""
+        plan = cls.read(path, "base file")
+        try:
+            plan.validate()
+        except ValidationError as e:
+            raise ValidationError(f"base file {path}: {e}") from None
+        return plan
+
+    @classmethod
     def from_dict(cls, data: Any) -> ReassignmentPlan:
         """Parse with the checks and messages of Kafka's parsePartitionReassignmentData."""
         if not isinstance(data, dict):

@@ -167,7 +167,7 @@ def _read_base(args: argparse.Namespace) -> dict | None:
         print("note: no base file (PLAN.rollback.json): the drift check compares against the "
               "cluster as it is now", file=sys.stderr)
         return None
-    return ReassignmentPlan.read(path, "base file").replicas
+    return ReassignmentPlan.read_base(path).replicas
 
 
 class _cancel_on_signals:
