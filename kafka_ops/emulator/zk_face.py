@@ -11,9 +11,14 @@ znodes in order (see kafka-reassignment-protocol.md, section A).
 
 Kafka fidelity worth knowing:
 
-* ``/admin/reassign_partitions`` is acted on only when the znode is CREATED (or exists at start
-  or failover), like ``PartitionReassignmentHandler.handleCreation``; data written while it
-  exists is ignored until the next creation. Unparseable data is logged and read as empty
+* Watches follow Kafka's controller: whatever event wakes it (created, changed, deleted, or a
+  reconnect), the face re-arms the watch and checks existence in the same call
+  (``registerZNodeChangeHandlerAndCheckExistence``), so an admin znode deleted and created
+  again before the watch was re-armed is still seen. ``/admin/reassign_partitions`` and
+  ``/admin/preferred_replica_election`` are acted on once per znode (its czxid), when it is
+  created or found at start, failover or reconnect, like ``handleCreation``; data written while
+  it exists is ignored until the next creation. An election's new leaders are written before
+  its znode is deleted, so whoever waits for the deletion reads them. Unparseable data is logged and read as empty
   (``KafkaZkClient.getPartitionReassignment``): nothing starts, and the znode is deleted at the
   next rewrite (a completion finds nothing left in it). Entries that fail (unknown partitions)
   are removed from the znode; dead target brokers are accepted and stay pending.
@@ -26,9 +31,13 @@ Kafka fidelity worth knowing:
 
 Threading: one kazoo session owns every ephemeral znode. Kazoo watch callbacks and the cluster's
 event listener only enqueue; a single worker thread (like Kafka's ControllerEventManager) reacts
-to ZooKeeper and writes znodes, so writes keep the order of the cluster's events. Writes are
-pipelined (one session preserves request order) and drained before each ZooKeeper read. The face
-recognises its own writes by comparing what it reads with what it last wrote.
+to ZooKeeper and writes znodes, so writes keep the order of the cluster's events. Writes go
+through ``ZkWriter`` (coalesced, batched in ``multi`` transactions, flushed before each
+ZooKeeper read and whenever the queue empties) and are never dropped: across ConnectionLoss they
+are kept and resent. After a reconnect every watch is re-armed (kazoo forgets them); after a new
+session the brokers re-register their ephemeral znodes and a new controller is elected (epoch + 1)
+as Kafka's brokers do. The face recognises its own writes by comparing what it reads with what
+it last wrote.
 """
 
 from __future__ import annotations
@@ -214,6 +223,9 @@ class ZooKeeperFace:
         self._resync_needed = False
         self._session_id: int | None = None
         self._seen: dict[str, int] = {}  # admin znode -> czxid of the one acted on
+        self._oldest_unwritten: float | None = None  # when the oldest unwritten event came
+        self._max_lag = 0.0
+        self._removals: dict[TopicPartition, list[int] | None] = {}
         # What the znodes hold, as last written or read by us.
         self._assignments: dict[str, dict[int, Assignment]] = {}
         self._topic_ids: dict[str, str] = {}
@@ -322,6 +334,13 @@ class ZooKeeperFace:
                 if remaining <= 0:
                     raise TimeoutError("ZooKeeper face did not catch up in time")
                 self._queue.all_tasks_done.wait(remaining)
+
+    def mirror_stats(self) -> dict[str, float]:
+        """The mirror's worst lag (a model event to its znode writes acknowledged, seconds) and
+        what it sent, for benchmarks and logs."""
+        return {"max_lag_s": round(self._max_lag, 3), "writes": self._writer.sent_ops,
+                "transactions": self._writer.transactions,
+                "max_flush_s": round(self._writer.max_flush_seconds, 3)}
 
     @property
     def client(self) -> KazooClient:
@@ -456,7 +475,8 @@ class ZooKeeperFace:
         return self._watches[key]
 
     def _on_cluster_event(self, event: Event) -> None:
-        self._queue.put(("event", event))  # called under the cluster lock: never block
+        # Called under the cluster lock: never block. The time measures the mirror's lag.
+        self._queue.put(("event", event, time.monotonic()))
 
     # -- the worker ------------------------------------------------------------------------
     def _run(self) -> None:
@@ -470,6 +490,8 @@ class ZooKeeperFace:
                     self._flush()
                 if item[0] == "event":
                     self._mirror(item[1])
+                    if self._oldest_unwritten is None:
+                        self._oldest_unwritten = item[2]
                 elif item[0] == "call":
                     item[1]()
                 elif item[0] == "zk":
@@ -495,7 +517,12 @@ class ZooKeeperFace:
         deadline = None if give_up_after is None else time.monotonic() + give_up_after
         while True:
             try:
+                if (self._resync_needed or len(self._writer)) and not self._connected.is_set():
+                    raise Disconnected()
                 self._writer.flush()
+                if self._oldest_unwritten is not None:
+                    self._max_lag = max(self._max_lag, time.monotonic() - self._oldest_unwritten)
+                    self._oldest_unwritten = None
                 if self._resync_needed:
                     self._resync()
                 return
@@ -643,13 +670,26 @@ class ZooKeeperFace:
 
     def _on_reassignment_started(self, event: Event) -> None:
         if event.data["source"] == "api":  # the latest reassignment wins over a ZK one
-            tp = TopicPartition(event.topic, event.partition)
-            self._remove_from_reassign_znode(lambda t, _: t == tp)
+            self._remove_later(TopicPartition(event.topic, event.partition), None)
 
     def _on_reassignment_completed(self, event: Event) -> None:
         tp = TopicPartition(event.topic, event.partition)
-        result = event.data["replicas"]
-        self._remove_from_reassign_znode(lambda t, reps: t == tp and reps == result)  # B7
+        self._remove_later(tp, list(event.data["replicas"]))  # B7
+
+    def _remove_later(self, tp: TopicPartition, replicas: list[int] | None) -> None:
+        """Drop ``tp`` from /admin/reassign_partitions (any entry when ``replicas`` is None,
+        else only one asking for them). Kafka reads and rewrites the znode per completion;
+        removals queued together are applied in one rewrite, so a plan of thousands of
+        partitions costs one read and write per burst of completions, not one per partition.
+        """
+        if not self._removals:
+            self._queue.put(("call", self._apply_removals))
+        self._removals[tp] = replicas
+
+    def _apply_removals(self) -> None:
+        removals, self._removals = self._removals, {}
+        self._remove_from_reassign_znode(
+            lambda t, reps: t in removals and removals[t] in (None, reps))
 
     _on_reassignment_cancelled = _on_reassignment_completed
 
