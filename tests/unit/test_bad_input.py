@@ -505,6 +505,7 @@ FUZZ = settings(max_examples=150, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=plan_like | json_values)
 def test_fuzzed_plan_files(files: Files, data) -> None:
@@ -514,6 +515,7 @@ def test_fuzzed_plan_files(files: Files, data) -> None:
     _check_fuzz(["plan", "show", str(path), "--cluster", files.path("snapshot"), "--json"])
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=st.binary(max_size=300) | st.text(max_size=300).map(str.encode))
 def test_fuzzed_plan_bytes(files: Files, data: bytes) -> None:
@@ -522,6 +524,7 @@ def test_fuzzed_plan_bytes(files: Files, data: bytes) -> None:
     _check_fuzz(["plan", "validate", str(path)])
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=pools_like | json_values, as_json=st.booleans())
 def test_fuzzed_pools_files(files: Files, data, as_json: bool) -> None:
@@ -533,6 +536,7 @@ def test_fuzzed_pools_files(files: Files, data, as_json: bool) -> None:
     _check_fuzz(["pools", "validate", "--cluster", files.path("snapshot"), "--pools", str(path)])
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=st.binary(max_size=300) | st.text(max_size=300).map(str.encode))
 def test_fuzzed_pools_bytes(files: Files, data: bytes) -> None:
