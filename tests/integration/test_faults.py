@@ -3,6 +3,9 @@ a real ZooKeeper, while things go wrong: the executor SIGKILLed or frozen (SIGST
 stopped, ZooKeeper frozen past the session timeout or restarted, a controller failover, and a
 cancel at random points.
 
+The scenarios that are not about ZooKeeper run on both backends: ZooKeeper mode (kazoo) and
+KRaft through the Admin API (confluent-kafka and kafka-python over real sockets).
+
 Every check is made through the cluster's own interfaces — the znodes via our ZooKeeper backend
 and the emulator's own state — never through the executor's internals:
 - during the run, a monitor samples every partition: its in-sync replicas never drop below its
@@ -31,6 +34,7 @@ from pathlib import Path
 
 import pytest
 
+from kafka_ops.backends.admin import AdminApiBackend
 from kafka_ops.backends.zookeeper import ZooKeeperBackend
 from kafka_ops.emulator.runtime import Emulator
 from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition
@@ -77,6 +81,7 @@ class Env:
     connect: str
     emulator: Emulator
     tmp: Path
+    kind: str  # "zookeeper" (ZooKeeper mode, kazoo) or "admin" (KRaft, the Admin API)
     stopped: set[int] = field(default_factory=set)  # brokers the test stopped on purpose
     violations: list[str] = field(default_factory=list)
 
@@ -93,8 +98,18 @@ class Env:
     def cli(self, *argv: str) -> list[str]:
         return [sys.executable, "-m", "kafka_ops.cli", *argv]
 
+    def cluster_args(self) -> list[str]:
+        if self.kind == "zookeeper":
+            return ["--zookeeper", self.connect]
+        return ["--bootstrap-server", self.emulator.bootstrap_servers]
+
+    def backend(self):
+        if self.kind == "zookeeper":
+            return ZooKeeperBackend(self.connect, election_timeout_s=10.0)
+        return AdminApiBackend(self.emulator.bootstrap_servers, request_timeout_s=15.0)
+
     def execute_cmd(self) -> list[str]:
-        return self.cli("execute", str(self.plan_path()), "--zookeeper", self.connect,
+        return self.cli("execute", str(self.plan_path()), *self.cluster_args(),
                         "--state-dir", str(self.tmp / "state"), "--throttle", str(THROTTLE),
                         "--max-in-flight", "2", "--poll-interval", "0.2", "--no-progress")
 
@@ -119,7 +134,7 @@ class Env:
     def final_checks(self, allowed: Callable[[TP, tuple[int, ...]], bool]) -> None:
         """Through the cluster's own interfaces: the znodes (our backend) and the emulator."""
         assert self.violations == [], self.violations[:5]
-        backend = ZooKeeperBackend(self.connect, election_timeout_s=10.0)
+        backend = self.backend()
         try:
             deadline = time.monotonic() + 30  # the emulator's znodes trail its state a little
             while (problems := safety_violations(backend, RF)) and time.monotonic() < deadline:
@@ -153,11 +168,13 @@ def monitor(env: Env, stop: threading.Event) -> None:
                 env.violations.append(f"{tp}: isr {p.isr} of replicas {p.replicas}")
 
 
-@pytest.fixture
-def env(zk_server: ZooKeeperServer, tmp_path: Path) -> Iterator[Env]:
+def _env(kind: str, zk_server: ZooKeeperServer, tmp_path: Path) -> Iterator[Env]:
     connect = f"{zk_server.connect_string}/faults-{uuid.uuid4().hex[:8]}"
-    emulator = Emulator(model(), zookeeper=connect, mode="zk", speed=SPEED).start()
-    e = Env(zk_server, connect, emulator, tmp_path)
+    if kind == "zookeeper":
+        emulator = Emulator(model(), zookeeper=connect, mode="zk", speed=SPEED).start()
+    else:
+        emulator = Emulator(model(), mode="kraft", speed=SPEED, wire=True).start()
+    e = Env(zk_server, connect, emulator, tmp_path, kind)
     stop = threading.Event()
     watcher = threading.Thread(target=monitor, args=(e, stop), daemon=True)
     watcher.start()
@@ -169,6 +186,18 @@ def env(zk_server: ZooKeeperServer, tmp_path: Path) -> Iterator[Env]:
         if zk_server.frozen:
             zk_server.thaw()
         emulator.stop()
+
+
+@pytest.fixture(params=["zookeeper", "admin"])
+def env(request: pytest.FixtureRequest, zk_server: ZooKeeperServer, tmp_path: Path) -> Iterator[Env]:
+    """Both backends: ZooKeeper mode through kazoo, KRaft through the Admin API."""
+    yield from _env(request.param, zk_server, tmp_path)
+
+
+@pytest.fixture
+def zk_env(zk_server: ZooKeeperServer, tmp_path: Path) -> Iterator[Env]:
+    """ZooKeeper faults concern the ZooKeeper backend only."""
+    yield from _env("zookeeper", zk_server, tmp_path)
 
 
 def mid_run(env: Env, proc: subprocess.Popen, moves_started: int = 2) -> None:
@@ -248,8 +277,11 @@ def test_broker_stopped_mid_run_pauses_without_losing_a_replica_then_resumes(env
                  for b in adding} or {4}  # a broker receiving a replica right now
     victim = min(moving_to)
     env.stopped.add(victim)
+    stopped_at = time.monotonic()
     env.cluster.stop_broker(victim)
     code, out, err = finish(proc)
+    print(f"{env.kind}: broker {victim} stopped -> executor exit {code} after "
+          f"{time.monotonic() - stopped_at:.1f}s")
     assert code in (0, 3), (code, err[-2000:])  # paused (3), unless it was already done
     env.cluster.start_broker(victim)
     wait_true(lambda: all(set(p.isr) == set(p.replicas)
@@ -260,9 +292,10 @@ def test_broker_stopped_mid_run_pauses_without_losing_a_replica_then_resumes(env
     env.final_checks(at_plan)
 
 
-def test_zookeeper_frozen_past_the_session_timeout(env: Env) -> None:
+def test_zookeeper_frozen_past_the_session_timeout(zk_env: Env) -> None:
     """Frozen longer than the executor's 18 s session: the session expires when ZooKeeper
     comes back. The executor must reconnect and continue (or pause safely), not crash."""
+    env = zk_env
     proc = env.start_execute()
     mid_run(env, proc)
     env.zk.freeze()
@@ -277,7 +310,8 @@ def test_zookeeper_frozen_past_the_session_timeout(env: Env) -> None:
     env.final_checks(at_plan)
 
 
-def test_zookeeper_restarted_mid_run(env: Env) -> None:
+def test_zookeeper_restarted_mid_run(zk_env: Env) -> None:
+    env = zk_env
     proc = env.start_execute()
     mid_run(env, proc)
     env.zk.restart()
@@ -310,7 +344,7 @@ def test_cancel_at_a_random_point(env: Env, seed: int) -> None:
     proc = env.start_execute()
     mid_run(env, proc, moves_started=rng.randint(1, 5))
     time.sleep(rng.uniform(0, 1.5))
-    cancel = env.run(env.cli("cancel", "--zookeeper", env.connect, "--state-dir",
+    cancel = env.run(env.cli("cancel", *env.cluster_args(), "--state-dir",
                              str(env.tmp / "state"), "--wait", "90"))
     code, out, err = finish(proc)
     assert "Traceback" not in cancel.stderr

@@ -162,7 +162,8 @@ def build_cases() -> list[Case]:
         cases += _file_cases(plan_files, lambda f, c=cmd: [*c, f], " ".join(cmd))
     for cmd in (("plan", "diff"), ("plan", "rollback"), ("plan", "validate")):
         cases += _file_cases({**plan_files, **CLUSTER_PLAN_ONLY},
-                             lambda f, c=cmd: [*c, f, "--cluster", snap], " ".join(cmd) + " --cluster")
+                             lambda f, c=cmd: [*c, f, "--cluster", snap],
+                             " ".join(cmd) + " PLAN (with --cluster)")
     cases += _file_cases({**plan_files, **CLUSTER_PLAN_ONLY},
                          lambda f: ["execute", f, *zk, "--state-dir", "@statedir", "--no-progress"],
                          "execute", live=True)
@@ -421,6 +422,7 @@ def test_the_table_covers_every_command_and_the_issues_cases() -> None:
             commands |= {f"{name} {s}" for s in subs[0].choices}
         else:
             commands.add(name)
+    assert len({c.id for c in CASES}) == len(CASES)  # ids name cases uniquely
     covered = {" ".join(c.argv[:2]) if c.argv and c.argv[0] in ("plan", "pools") else
                (c.argv[0] if c.argv else "") for c in CASES}
     missing = sorted(c for c in commands - covered if not c.startswith("emulator"))
