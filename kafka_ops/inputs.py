@@ -28,7 +28,7 @@ from kafka_ops.errors import ValidationError
 
 #: Largest input file read (bytes). The xl snapshot (270,000 replicas) is about 20 MiB; a
 #: file 25x that is surely not an input. KAFKA_OPS_MAX_INPUT_BYTES overrides it.
-MAX_INPUT_BYTES = int(os.environ.get("KAFKA_OPS_MAX_INPUT_BYTES", 512 * 1024 * 1024))
+MAX_INPUT_BYTES = int(os.environ.get("KAFKA_OPS_MAX_INPUT_BYTES") or 512 * 1024 * 1024)
 #: Deepest nesting accepted in a JSON/YAML input; Kafka's files need 4 levels.
 MAX_NESTING = 64
 #: Kafka's ranges: broker ids and partitions are int32, throttles (bytes/s) a Java long,
@@ -200,7 +200,7 @@ def replication_factor(value: str | int, name: str | None = None) -> int:
     return bounded_int(value, 1, INT16_MAX, name, " (a replication factor is a positive int16)")
 
 
-def throttle_rate(value: str | int | float, name: str | None = None) -> int:
+def throttle_rate(value: str | float, name: str | None = None) -> int:
     """A replication throttle in bytes/s: Kafka's *.replication.throttled.rate is a long > 0."""
     if isinstance(value, float):
         if not math.isfinite(value) or value != int(value):

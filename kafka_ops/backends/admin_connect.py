@@ -20,7 +20,6 @@ from typing import Any
 from kafka_ops import secrets
 from kafka_ops.errors import (
     AuthenticationError,
-    BackendError,
     TlsError,
     UnreachableError,
     ValidationError,

@@ -12,7 +12,13 @@ from collections import Counter
 from pathlib import Path
 
 from kafka_ops import inputs
-from kafka_ops.cli.common import add_cluster_args, add_json_flag, cluster_given, load_cluster, print_json
+from kafka_ops.cli.common import (
+    add_cluster_args,
+    add_json_flag,
+    cluster_given,
+    load_cluster,
+    print_json,
+)
 from kafka_ops.errors import ValidationError
 from kafka_ops.plan import ReassignmentPlan
 from kafka_ops.plan_report import (

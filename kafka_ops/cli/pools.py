@@ -11,7 +11,12 @@ from typing import Any
 
 from kafka_ops import inputs
 from kafka_ops.assignment import RACK_AWARE_MODES, format_replica_assignment
-from kafka_ops.cli.common import add_cluster_args, add_json_flag, load_cluster, print_json
+from kafka_ops.cli.common import (
+    add_cluster_args,
+    add_json_flag,
+    load_cluster,
+    print_json,
+)
 from kafka_ops.cli.plan_files import write_files
 from kafka_ops.errors import ValidationError
 from kafka_ops.model import ClusterModel

@@ -14,7 +14,12 @@ from kazoo.exceptions import NoNodeError
 
 from kafka_ops.backends.base import ClusterBackend, ConfigResource
 from kafka_ops.model import ClusterModel, TopicPartition
-from kafka_ops.throttle import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
+from kafka_ops.throttle import (
+    FOLLOWER_RATE,
+    FOLLOWER_REPLICAS,
+    LEADER_RATE,
+    LEADER_REPLICAS,
+)
 
 
 def zk_fingerprint(hosts: str) -> dict[str, tuple[int, int]]:

@@ -119,7 +119,7 @@ class Env:
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
     def run(self, argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
 
     def started(self) -> int:
         return sum(1 for e in list(self.cluster.events) if e.kind == "reassignment_started")
@@ -279,7 +279,7 @@ def test_broker_stopped_mid_run_pauses_without_losing_a_replica_then_resumes(env
     env.stopped.add(victim)
     stopped_at = time.monotonic()
     env.cluster.stop_broker(victim)
-    code, out, err = finish(proc)
+    code, _, err = finish(proc)
     print(f"{env.kind}: broker {victim} stopped -> executor exit {code} after "
           f"{time.monotonic() - stopped_at:.1f}s")
     assert code in (0, 3), (code, err[-2000:])  # paused (3), unless it was already done
@@ -315,7 +315,7 @@ def test_zookeeper_restarted_mid_run(zk_env: Env) -> None:
     proc = env.start_execute()
     mid_run(env, proc)
     env.zk.restart()
-    code, out, err = finish(proc, timeout=180)
+    code, _, err = finish(proc, timeout=180)
     assert code in (0, 3), (code, err[-2000:])
     rerun_until_done(env, code, err)
     env.final_checks(at_plan)
@@ -333,7 +333,7 @@ def test_controller_failover_mid_run(env: Env) -> None:
                           for p in env.cluster.to_model().partitions.values()
                           if before in p.replicas), "the old controller back in sync", timeout=60)
     env.stopped.discard(before)
-    code, out, err = finish(proc)
+    code, _, err = finish(proc)
     rerun_until_done(env, code, err)
     env.final_checks(at_plan)
 
@@ -346,7 +346,7 @@ def test_cancel_at_a_random_point(env: Env, seed: int) -> None:
     time.sleep(rng.uniform(0, 1.5))
     cancel = env.run(env.cli("cancel", *env.cluster_args(), "--state-dir",
                              str(env.tmp / "state"), "--wait", "90"))
-    code, out, err = finish(proc)
+    code, _, err = finish(proc)
     assert "Traceback" not in cancel.stderr
     if cancel.returncode == 2:  # the run finished first: nothing to cancel
         assert "nothing to cancel" in cancel.stderr and code == 0, cancel.stderr
