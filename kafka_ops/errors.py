@@ -40,3 +40,18 @@ class ClusterStateError(KafkaOpsError):
 
 class BackendError(KafkaOpsError):
     """A cluster backend call failed (connection, timeout, or a Kafka error code)."""
+
+
+class AuthenticationError(BackendError):
+    """The cluster refused our credentials: SASL mechanism, user or password (Kafka's
+    SaslAuthenticationException), named at once instead of a timeout."""
+
+
+class TlsError(BackendError):
+    """The TLS handshake failed: wrong protocol (SSL against a plaintext listener), an untrusted
+    or expired certificate, a hostname mismatch."""
+
+
+class UnreachableError(BackendError):
+    """No bootstrap server could be reached: a name that does not resolve, a refused or
+    timed-out connection."""

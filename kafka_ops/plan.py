@@ -9,16 +9,19 @@ against a cluster adds the checks its execute step makes (unknown brokers, unkno
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafka_ops import inputs
 from kafka_ops.errors import ValidationError
 from kafka_ops.model import ClusterModel, TopicPartition
 
 ANY_LOG_DIR = "any"
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 
 @dataclass(frozen=True)
@@ -63,20 +66,31 @@ class ReassignmentPlan:
         Path(path).write_text(self.to_json())
 
     @classmethod
-    def from_json(cls, text: str) -> ReassignmentPlan:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ValidationError(f"reassignment JSON is malformed: {e}") from None
-        return cls.from_dict(data)
+    def from_json(cls, text: str, what: str = "reassignment JSON") -> ReassignmentPlan:
+        """Parse with nesting bounded (no RecursionError) and errors naming ``what``."""
+        return cls.from_dict(inputs.parse_json(text, what, malformed="is malformed"))
 
     @classmethod
-    def read(cls, path: str | Path) -> ReassignmentPlan:
+    def read(cls, path: str | Path, what: str = "reassignment file") -> ReassignmentPlan:
+        """Read through kafka_ops.inputs: size-capped, strict UTF-8, errors naming the file."""
+        text = inputs.read_text(path, what)
         try:
-            text = Path(path).read_text()
-        except OSError as e:
-            raise ValidationError(f"cannot read reassignment file {path}: {e.strerror}") from None
-        return cls.from_json(text)
+            return cls.from_json(text)
+        except ValidationError as e:
+            if str(path) in str(e):
+                raise
+            raise ValidationError(f"{what} {path}: {e}") from None
+
+    @classmethod
+    def read_base(cls, path: str | Path) -> ReassignmentPlan:
+        """A base (or rollback) file: a plan by Kafka's rules, checked as one (no empty list,
+        no duplicate replica), errors naming the file."""
+        plan = cls.read(path, "base file")
+        try:
+            plan.validate()
+        except ValidationError as e:
+            raise ValidationError(f"base file {path}: {e}") from None
+        return plan
 
     @classmethod
     def from_dict(cls, data: Any) -> ReassignmentPlan:
@@ -84,6 +98,10 @@ class ReassignmentPlan:
         if not isinstance(data, dict):
             raise ValidationError("reassignment JSON must be an object with a 'partitions' list")
         version = data.get("version", 1)
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise ValidationError(
+                f"`version` must be the integer 1, not {json.dumps(version)[:40]} "
+                f"({type(version).__name__})")
         if version != 1:
             raise ValidationError(f"Not supported version field value {version}")
         entries = data.get("partitions", [])
@@ -94,18 +112,19 @@ class ReassignmentPlan:
         duplicates: list[TopicPartition] = []
         for entry in entries:
             if not isinstance(entry, dict):
-                raise ValidationError(f"Expected a partition object, received {entry!r}")
+                raise ValidationError(f"Expected a partition object, received {_short(entry)}")
             for key in ("topic", "partition", "replicas"):
                 if key not in entry:
                     raise ValidationError(f"No such field exists: `{key}`")
             topic, partition, reps = entry["topic"], entry["partition"], entry["replicas"]
             if not isinstance(topic, str):
-                raise ValidationError(f"Expected `String` value, received {topic!r}")
-            _expect_int(partition)
+                raise ValidationError(f"Expected `String` value, received {_short(topic)}")
+            _check_topic_name(topic)
+            _expect_int(partition, "partition")
             if not isinstance(reps, list):
-                raise ValidationError(f"Expected `Array` value for replicas, received {reps!r}")
+                raise ValidationError(f"Expected `Array` value for replicas, received {_short(reps)}")
             for r in reps:
-                _expect_int(r)
+                _expect_int(r, "broker id")
             tp = TopicPartition(topic, partition)
             if tp in replicas:
                 duplicates.append(tp)
@@ -170,9 +189,29 @@ class ReassignmentPlan:
         return ReassignmentPlan({tp: cluster.partitions[tp].replicas for tp in self.replicas})
 
 
-def _expect_int(value: Any) -> None:
+def _expect_int(value: Any, what: str) -> None:
+    """An int32 >= 0: Kafka's partition ids and broker ids (a negative one is refused here,
+    before anything reaches a cluster)."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError(f"Expected `Integer` value, received {json.dumps(value)}")
+        raise ValidationError(f"Expected `Integer` value, received {_short(value)}")
+    if not 0 <= value <= inputs.INT32_MAX:
+        raise ValidationError(f"Invalid {what} {value}: must be 0..{inputs.INT32_MAX}")
+
+
+def _check_topic_name(topic: str) -> None:
+    """Kafka's Topic.validate: 1..249 characters of [a-zA-Z0-9._-], not "." or ".."."""
+    if not topic or topic in (".", "..") or len(topic) > 249 or not _LEGAL_TOPIC.match(topic):
+        raise ValidationError(f"Invalid topic name {_short(topic)}: Kafka allows 1-249 "
+                              "characters of ASCII letters, digits, '.', '_' and '-'")
+
+
+def _short(value: Any) -> str:
+    """A value for an error message: JSON, cut to 80 characters."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(type(value))
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _jlist(values: Iterable[Any]) -> str:

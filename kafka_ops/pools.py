@@ -34,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from kafka_ops import inputs
 from kafka_ops.assignment import BrokerMetadata, assign_new_partitions, assign_replicas_to_brokers
 from kafka_ops.errors import ValidationError
 from kafka_ops.model import Broker, ClusterModel, Partition, TopicPartition
@@ -449,18 +450,12 @@ _UniqueKeyLoader.add_constructor(
 
 def load_pools(path: str | Path) -> PoolSet:
     """Read and check a pools file (YAML or JSON); a one-line ValidationError if malformed."""
+    # Through kafka_ops.inputs: size-capped, strict UTF-8, nesting bounded.
+    data = inputs.read_yaml(path, "pools file", loader=_UniqueKeyLoader)  # a SafeLoader subclass
     try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise ValidationError(f"cannot read pools file {path}: {e.strerror}") from None
-    try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise ValidationError(f"pools file {path} is not valid YAML{where}: {problem}") from None
-    return pools_from_dict(data)
+        return pools_from_dict(data)
+    except ValidationError as e:
+        raise ValidationError(f"pools file {path}: {e}" if str(path) not in str(e) else str(e)) from None
 
 
 def pools_from_dict(data: Any) -> PoolSet:
@@ -470,33 +465,38 @@ def pools_from_dict(data: Any) -> PoolSet:
     extra = sorted(set(data) - _FILE_KEYS, key=str)
     if extra:
         raise ValidationError(
-            f"pools file: unknown key {extra[0]!r} (expected pools, default_pool)"
+            f"pools file: unknown key {inputs.short_repr(extra[0])} (expected pools, default_pool)"
         )
     pools = data["pools"]
     if not isinstance(pools, Mapping) or not pools:
         raise ValidationError("pools file: 'pools' must map pool names to pool definitions")
     default = data.get("default_pool")
     if default is not None and not isinstance(default, str):
-        raise ValidationError(f"pools file: default_pool must be a pool name, got {default!r}")
+        raise ValidationError(
+            f"pools file: default_pool must be a pool name, got {inputs.short_repr(default)}")
     return PoolSet((_pool_from_dict(name, body) for name, body in pools.items()), default)
 
 
 def _pool_from_dict(name: Any, body: Any) -> Pool:
     if not isinstance(name, str) or not name:
-        raise ValidationError(f"pools file: pool name must be a non-empty string, got {name!r}")
+        raise ValidationError(
+            f"pools file: pool name must be a non-empty string, got {inputs.short_repr(name)}")
     if not isinstance(body, Mapping):
         raise ValidationError(f"pool {name!r} must be a mapping with 'brokers'")
     extra = sorted(set(body) - _POOL_KEYS, key=str)
     if extra:
         raise ValidationError(
-            f"pool {name!r}: unknown key {extra[0]!r} (expected brokers, topics, topic_patterns)"
+            f"pool {name!r}: unknown key {inputs.short_repr(extra[0])} "
+            "(expected brokers, topics, topic_patterns)"
         )
     brokers = body.get("brokers") or []
     if not isinstance(brokers, list) or any(
-        isinstance(b, bool) or not isinstance(b, int) for b in brokers
+        isinstance(b, bool) or not isinstance(b, int) or not 0 <= b <= inputs.INT32_MAX
+        for b in brokers
     ):
         raise ValidationError(
-            f"pool {name!r}: brokers must be a list of broker ids, got {brokers!r}"
+            f"pool {name!r}: brokers must be a list of broker ids (0..2147483647), "
+            f"got {inputs.short_repr(brokers)}"
         )
     if len(set(brokers)) != len(brokers):
         dup = next(b for b in brokers if brokers.count(b) > 1)
@@ -514,6 +514,7 @@ def _str_tuple(value: Any, pool: str, key: str) -> tuple[str, ...]:
         return ()
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise ValidationError(
-            f"pool {pool!r}: {key} must be a list of non-empty strings, got {value!r}"
+            f"pool {pool!r}: {key} must be a list of non-empty strings, "
+            f"got {inputs.short_repr(value)}"
         )
     return tuple(value)

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kafka_ops import inputs
 from kafka_ops.errors import ValidationError
 from kafka_ops.model import NO_LEADER, Broker, BrokerCapacity, ClusterModel, Partition
 
@@ -140,15 +141,15 @@ def model_to_dict(model: ClusterModel) -> dict[str, Any]:
 
 def load_snapshot(path: str | Path) -> ClusterModel:
     """Read a snapshot file; a clear ValidationError on anything malformed."""
+    data = inputs.read_json(path, "cluster snapshot")
     try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise ValidationError(f"cannot read cluster snapshot {path}: {e.strerror}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValidationError(f"cluster snapshot {path} is not valid JSON: {e}") from None
-    return model_from_dict(data)
+        return model_from_dict(data)
+    except (TypeError, ValueError, AttributeError, OverflowError) as e:
+        if isinstance(e, ValidationError):
+            raise
+        # A field of the wrong JSON type deep inside (a string capacity, a list for a config):
+        # named with the file rather than left to a traceback.
+        raise ValidationError(f"cluster snapshot {path}: a field has the wrong type ({e})") from None
 
 
 def save_snapshot(model: ClusterModel, path: str | Path) -> None:

@@ -9,14 +9,17 @@ Like Kafka's reassign tool, bad input is refused before anything is sent (unknow
 duplicate replicas, nothing to cancel...), because the Admin API applies a request partition
 by partition: a bad entry would otherwise leave the good ones applied.
 
-Security settings use librdkafka's names (``security.protocol``, ``sasl.mechanism``,
-``sasl.username``, ``sasl.password``, ``ssl.*``) and go to both clients; they never appear in
-``repr``, logs or error messages.
+Client settings use librdkafka's names and are passed through as Kafka's tools pass
+--command-config (``debug`` included); the security ones (``security.protocol``, ``sasl.*``,
+``ssl.*``) also go to kafka-python. Secrets never appear in ``repr``, logs or error messages.
+Authentication, TLS and unreachable-host failures are named within seconds
+(see admin_connect.py).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -35,6 +38,16 @@ from confluent_kafka.admin import (
 )
 from confluent_kafka.admin import ConfigResource as CkConfigResource
 
+from kafka_ops.backends.admin_connect import (
+    PROBE_TIMEOUT_S,
+    ClientErrors,
+    RedactingFilter,
+    attach_debug_log,
+    check_client_settings,
+    create_admin_client,
+    named_error,
+    probe,
+)
 from kafka_ops.backends.base import ConfigResource, OngoingReassignment
 from kafka_ops.errors import (
     BackendError,
@@ -47,6 +60,10 @@ from kafka_ops.errors import (
 from kafka_ops.model import Broker, ClusterModel, Partition, TopicPartition
 
 _LIBRDKAFKA_LOG = logging.getLogger(f"{__name__}.librdkafka")
+_LIBRDKAFKA_LOG.addFilter(RedactingFilter())
+# Its failures become named errors; without a handler configured by the application (Airflow,
+# a test), Python's last-resort handler would print them to stderr a second time.
+_LIBRDKAFKA_LOG.addHandler(logging.NullHandler())
 
 # librdkafka setting -> kafka-python KafkaAdminClient argument.
 _KAFKA_PYTHON_SECURITY = {
@@ -96,16 +113,30 @@ class AdminApiBackend:
         self._security = _check_security(security or {})
         self._timeout = request_timeout_s
         self._client_id = client_id
+        self._errors = ClientErrors()  # librdkafka's error callback: named failures
+        self._connected = False
+        if "debug" in self._security:
+            attach_debug_log(_LIBRDKAFKA_LOG)
         # socket.timeout.ms bounds elect_leaders too: it crashes when given request_timeout
         # or operation_timeout (confluent-kafka 2.16.1), so it runs on the client's defaults.
-        self._admin: AdminClient | None = AdminClient({
-            "bootstrap.servers": bootstrap_servers,
+        self._admin: AdminClient | None = create_admin_client({
             "client.id": client_id,
             "socket.timeout.ms": int(request_timeout_s * 1000),
-            "logger": _LIBRDKAFKA_LOG,  # librdkafka's log lines go to Python logging, not stderr
             **self._security,
+            "bootstrap.servers": bootstrap_servers,
+            "logger": _LIBRDKAFKA_LOG,  # librdkafka's log lines go to Python logging, not stderr
+            "error_cb": self._errors,
         })
         self._legacy: Any = None  # kafka-python KafkaAdminClient, created on first use
+
+    def check_connection(self, timeout_s: float | None = None) -> None:
+        """One DescribeCluster with librdkafka's errors watched: an AuthenticationError,
+        TlsError or UnreachableError within seconds instead of a request timeout."""
+        if self._admin is None:
+            raise BackendError("the backend is closed")
+        probe(self._admin, self._errors, self.bootstrap_servers,
+              min(self._timeout, PROBE_TIMEOUT_S) if timeout_s is None else timeout_s)
+        self._connected = True
 
     def __repr__(self) -> str:
         protocol = self._security.get("security.protocol", "PLAINTEXT")
@@ -131,6 +162,7 @@ class AdminApiBackend:
                           leader=p.leader, isr=tuple(p.isrs))
                 for p in topic.partitions.values()
             )
+        partitions = _with_reassignments(partitions, self.list_reassignments())
         sizes = self._partition_sizes(partitions, live)
         partitions = [_with_size(p, sizes.get(p.tp, {})) for p in partitions]
         brokers = list(live.values())
@@ -384,9 +416,11 @@ class AdminApiBackend:
         try:
             return fn()
         except KafkaException as exc:
-            raise _backend_error(what, exc) from None
+            named = named_error(self._errors.snapshot(), self.bootstrap_servers, all_down=True)
+            raise (named or _backend_error(what, exc)) from None
         except concurrent.futures.TimeoutError:
-            raise BackendError(f"{what}: no answer within {self._timeout:g}s") from None
+            named = named_error(self._errors.snapshot(), self.bootstrap_servers, all_down=True)
+            raise (named or BackendError(f"{what}: no answer within {self._timeout:g}s")) from None
         finally:
             self._admin.poll(0)  # serves queued librdkafka log lines to the logger
 
@@ -423,7 +457,10 @@ class AdminApiBackend:
             from kafka import KafkaAdminClient
             from kafka.errors import KafkaError as KpKafkaError
 
-            kwargs = {_KAFKA_PYTHON_SECURITY[k]: v for k, v in self._security.items()}
+            if not self._connected:  # kafka-python would only say KafkaTimeoutError
+                self.check_connection()
+            kwargs = {_KAFKA_PYTHON_SECURITY[k]: v for k, v in self._security.items()
+                      if k in _KAFKA_PYTHON_SECURITY}
             if "ssl_check_hostname" in kwargs:
                 kwargs["ssl_check_hostname"] = kwargs["ssl_check_hostname"].lower() == "https"
             _install_redaction(kwargs.get(k, "") for k in _SECRET_ARGS)
@@ -437,16 +474,16 @@ class AdminApiBackend:
                 )
             except KpKafkaError as exc:
                 raise BackendError(
-                    f"cannot connect to {self.bootstrap_servers}: {type(exc).__name__}") from None
+                    f"cannot connect to {self.bootstrap_servers} with kafka-python (librdkafka "
+                    f"could): {type(exc).__name__}; are the security settings supported by "
+                    "kafka-python?") from None
         return self._legacy
 
 
 def _check_security(security: Mapping[str, str]) -> dict[str, str]:
-    unknown = sorted(set(security) - set(_KAFKA_PYTHON_SECURITY))
-    if unknown:
-        raise ValidationError(
-            f"unsupported security setting(s) {', '.join(unknown)}; expected some of "
-            f"{', '.join(sorted(_KAFKA_PYTHON_SECURITY))}")
+    """Any client setting passes (librdkafka names an unknown one); the protocol is checked
+    here because kafka-python gets it too."""
+    security = check_client_settings(security)
     protocol = security.get("security.protocol", "PLAINTEXT").upper()
     if protocol not in _PROTOCOLS:
         raise ValidationError(
@@ -482,8 +519,23 @@ def _with_size(partition: Partition, sizes: Mapping[int, int]) -> Partition:
     if not sizes:
         return partition
     size = sizes.get(partition.leader, max(sizes.values()))
-    return Partition(partition.topic, partition.partition, partition.replicas, partition.leader,
-                     partition.isr, size_bytes=size)
+    return dataclasses.replace(partition, size_bytes=size)
+
+
+def _with_reassignments(
+    partitions: list[Partition], ongoing: Mapping[TopicPartition, OngoingReassignment]
+) -> list[Partition]:
+    """Kafka's AR/RR (ListPartitionReassignments) on the partitions moving now; their replicas
+    are the full in-flight set the listing gives (original and target)."""
+    if not ongoing:
+        return partitions
+    out = []
+    for p in partitions:
+        moving = ongoing.get(p.tp)
+        out.append(p if moving is None else dataclasses.replace(
+            p, replicas=moving.replicas, adding_replicas=moving.adding,
+            removing_replicas=moving.removing))
+    return out
 
 
 def _names(tps: Iterable[TopicPartition]) -> str:

@@ -18,7 +18,7 @@ from kafka_ops.errors import ValidationError
 
 _HOST_PORT = re.compile(r"^[^\s/,:]+(:\d{1,5})?$")
 #: Keys of librdkafka/Kafka client security settings whose values are secrets.
-_SECRET_HINTS = ("password", "secret", "token", "key")
+_SECRET_HINTS = ("password", "secret", "token", "key", "jaas.config")
 
 
 def _is_secret(key: str) -> bool:
@@ -70,6 +70,8 @@ class ClusterConnection:
             )
         if self.zookeeper:
             validate_zookeeper_connect(self.zookeeper)
+        else:
+            validate_bootstrap_servers(self.bootstrap_servers or "")
         if self.zookeeper_session_timeout_s <= 0 or self.zookeeper_connect_timeout_s <= 0:
             raise ValidationError("ZooKeeper timeouts must be positive")
 
@@ -100,8 +102,31 @@ def validate_zookeeper_connect(connect: str) -> None:
             )
 
 
+_BOOTSTRAP = re.compile(r"^(?:[A-Za-z_]+://)?(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[A-Za-z0-9_.\-]+)):(?P<port>\d{1,5})$")
+
+
+def validate_bootstrap_servers(servers: str) -> None:
+    """``host:port[,host:port...]`` as Kafka's bootstrap.servers ("[::1]:9092" for IPv6):
+    refused here, with the bad entry named, rather than as librdkafka's "Broker transport
+    failure" a minute later."""
+    entries = [e.strip() for e in servers.split(",")]
+    if not servers.strip() or not all(entries):
+        raise ValidationError(f"bootstrap servers {servers!r}: empty entry; expected host:port[,...]")
+    for entry in entries:
+        m = _BOOTSTRAP.match(entry)
+        if m is None:
+            raise ValidationError(
+                f"bootstrap servers {servers!r}: invalid url {entry!r}; expected host:port"
+            )
+        if not 1 <= int(m["port"]) <= 65535:
+            raise ValidationError(
+                f"bootstrap servers {servers!r}: port {m['port']} of {entry!r} is out of range 1..65535"
+            )
+
+
 def connect(conn: ClusterConnection) -> ClusterBackend:
-    """A started backend for the connection: ZooKeeper (kazoo) or the Admin API."""
+    """A started backend for the connection: ZooKeeper (kazoo) or the Admin API (checked to
+    answer, so a wrong password or an unreachable host is named before anything else)."""
     if conn.zookeeper:
         from kafka_ops.backends.zookeeper import ZooKeeperBackend
 
@@ -113,4 +138,10 @@ def connect(conn: ClusterConnection) -> ClusterBackend:
         )
     from kafka_ops.backends.admin import AdminApiBackend  # lazy: confluent-kafka is heavy
 
-    return AdminApiBackend(conn.bootstrap_servers, security=dict(conn.security or {}))
+    backend = AdminApiBackend(conn.bootstrap_servers, security=dict(conn.security or {}))
+    try:
+        backend.check_connection()  # a named auth/TLS/unreachable error within seconds
+    except BaseException:
+        backend.close()
+        raise
+    return backend

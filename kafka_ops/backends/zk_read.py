@@ -19,7 +19,15 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import EXCEPTIONS, KazooException, NoAuthError, NoNodeError
+from kazoo.exceptions import (
+    EXCEPTIONS,
+    ConnectionLoss,
+    KazooException,
+    NoAuthError,
+    NoNodeError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
 from kazoo.protocol.serialization import (
     int_struct,
     multiheader_struct,
@@ -77,8 +85,8 @@ class ZnodeReader:
         if self.multi_read and paths:
             try:
                 return self._multi(paths)
-            except NoAuthError:
-                raise
+            except (NoAuthError, ConnectionLoss, SessionExpiredError, OperationTimeoutError):
+                raise  # not a missing multiRead: the caller rides out connection losses
             except KazooException as e:
                 log.warning(
                     "ZooKeeper multiRead failed (%s; needs ZooKeeper 3.6+): using single gets",

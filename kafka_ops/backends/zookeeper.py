@@ -26,6 +26,7 @@ import importlib.util
 import logging
 import re
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -33,10 +34,13 @@ from typing import Any, TypeVar
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
     BadVersionError,
+    ConnectionLoss,
     KazooException,
     NoAuthError,
     NodeExistsError,
     NoNodeError,
+    OperationTimeoutError,
+    SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.watchers import ChildrenWatch
@@ -99,14 +103,33 @@ _redact = _Redact()
 _kazoo_log.addFilter(_redact)
 
 
+#: A lost connection or session: wait for kazoo to reconnect (a new session after expiry) and
+#: run the call again, reading the state afresh. Every write below is versioned or checks
+#: for its own earlier effect, so a call replayed after its reply was lost is safe.
+_CONNECTION_ERRORS = (ConnectionLoss, SessionExpiredError, OperationTimeoutError)
+_replaying = threading.local()
+
+
 def _translate_errors(method: Callable[..., T]) -> Callable[..., T]:
-    """ZooKeeper failures become BackendError with a one-line message (no kazoo tracebacks)."""
+    """ZooKeeper failures become BackendError with a one-line message (no kazoo tracebacks);
+    connection and session losses are ridden out up to ``reconnect_timeout_s``."""
 
     @functools.wraps(method)
     def wrapper(self: ZooKeeperBackend, *args: Any, **kwargs: Any) -> T:
         what = method.__name__
+        outermost = not getattr(_replaying, "active", False)
+        deadline = time.monotonic() + self.reconnect_timeout_s
         try:
-            return method(self, *args, **kwargs)
+            _replaying.active = True
+            while True:
+                try:
+                    return method(self, *args, **kwargs)
+                except _CONNECTION_ERRORS as e:
+                    if not outermost:
+                        raise  # the outermost call replays the whole operation
+                    log.warning("ZooKeeper %s: %s; waiting for a reconnection to retry",
+                                what, type(e).__name__)
+                    self._wait_connected(deadline, what, e)
         except KafkaOpsError:
             raise
         except NoAuthError:
@@ -122,6 +145,9 @@ def _translate_errors(method: Callable[..., T]) -> Callable[..., T]:
             raise BackendError(
                 f"ZooKeeper {what} failed at {self.hosts}: {type(e).__name__} {e}".rstrip()
             ) from None
+        finally:
+            if outermost:
+                _replaying.active = False
 
     return wrapper
 
@@ -146,9 +172,14 @@ class ZooKeeperBackend:
         auth: ZooKeeperAuth | None = None,
         election_timeout_s: float = 30.0,
         multi_read: bool = True,
+        reconnect_timeout_s: float | None = None,
     ) -> None:
         validate_zookeeper_connect(hosts)
         self.hosts = hosts
+        # Long enough for a session to expire and a new one to be made (Kafka's brokers do
+        # the same), short enough that a ZooKeeper gone for good is reported.
+        self.reconnect_timeout_s = (2 * session_timeout_s + connect_timeout_s
+                                    if reconnect_timeout_s is None else reconnect_timeout_s)
         self.election_timeout_s = election_timeout_s
         options: dict[str, Any] = {}
         if auth is not None and auth.scheme == "digest":
@@ -166,7 +197,11 @@ class ZooKeeperBackend:
         self._secret = auth.password if auth is not None and auth.password else None
         if self._secret:
             _redact.secrets.append(self._secret)
-        self._retry = KazooRetry(max_tries=20, delay=0.02, backoff=2, max_delay=1.0)
+        # Retries here are for concurrent changes (ForceRetryError); connection and session
+        # losses go up to _translate_errors, which waits for a reconnection and replays.
+        self._retry = KazooRetry(max_tries=20, delay=0.02, backoff=2, max_delay=1.0,
+                                 ignore_expire=False)
+        self._retry.retry_exceptions = ()
         self._client = KazooClient(
             hosts=hosts, timeout=session_timeout_s, logger=_kazoo_log, **options
         )
@@ -186,6 +221,16 @@ class ZooKeeperBackend:
 
     def __repr__(self) -> str:
         return f"ZooKeeperBackend({self.hosts!r})"
+
+    def _wait_connected(self, deadline: float, what: str, cause: Exception) -> None:
+        """Until kazoo is connected again (it reconnects, with a new session after expiry)."""
+        while not self._client.connected:
+            if time.monotonic() > deadline:
+                raise BackendError(
+                    f"ZooKeeper {what}: no connection to {self.hosts} for "
+                    f"{self.reconnect_timeout_s:g}s after {type(cause).__name__}; nothing more "
+                    "was changed, run the command again once ZooKeeper is back") from None
+            time.sleep(0.1)
 
     def close(self) -> None:
         self._client.stop()
@@ -285,16 +330,22 @@ class ZooKeeperBackend:
             )
         }
         topics = self._topics(self._children(zk.TOPICS))
+        ongoing = _ongoing(topics, self._pending_zk_reassignment(), None)
         tps = [TopicPartition(t, p) for t, z in topics.items() for p in z.partitions]
         state_paths = [zk.partition_state_path(*tp) for tp in tps]
         partitions = []
         for tp, path, data in zip(tps, state_paths, self._get_many(state_paths), strict=True):
-            replicas = topics[tp.topic].partitions[tp.partition]
+            moving = ongoing.get(tp)
+            replicas: dict[str, Any] = (
+                {"replicas": topics[tp.topic].partitions[tp.partition]} if moving is None else
+                {"replicas": moving.replicas, "adding_replicas": moving.adding,
+                 "removing_replicas": moving.removing})
             if data is None:  # the controller has not created the partition yet: no leader
-                partitions.append(Partition(tp.topic, tp.partition, replicas))
+                partitions.append(Partition(tp.topic, tp.partition, **replicas))
                 continue
             state = zk.decode_partition_state(path, data)
-            partitions.append(Partition(tp.topic, tp.partition, replicas, state.leader, state.isr))
+            partitions.append(Partition(tp.topic, tp.partition, leader=state.leader,
+                                        isr=state.isr, **replicas))
         config_paths = [zk.config_path(zk.CONFIG_TOPICS, t) for t in topics]
         configs = {
             t: zk.decode_config(p, data)
@@ -318,30 +369,7 @@ class ZooKeeperBackend:
             names = self._children(zk.TOPICS)
         else:
             names = sorted({tp.topic for tp in wanted})
-        topics = self._topics(names)
-        out: dict[TopicPartition, OngoingReassignment] = {}
-        for topic, znode in topics.items():
-            for p, replicas in znode.partitions.items():
-                tp = TopicPartition(topic, p)
-                if znode.reassigning(p) and (wanted is None or tp in wanted):
-                    out[tp] = OngoingReassignment(
-                        tp, replicas, znode.adding.get(p, ()), znode.removing.get(p, ())
-                    )
-        for tp, target in pending.items():
-            if tp in out or (wanted is not None and tp not in wanted):
-                continue
-            znode = topics.get(tp.topic)
-            if znode is None or tp.partition not in znode.partitions:
-                continue  # Kafka drops entries for unknown partitions
-            original = znode.partitions[tp.partition]
-            replicas = tuple(dict.fromkeys((*target, *original)))
-            out[tp] = OngoingReassignment(
-                tp,
-                replicas,
-                tuple(r for r in replicas if r not in original),
-                tuple(r for r in replicas if r not in target),
-            )
-        return dict(sorted(out.items()))
+        return _ongoing(self._topics(names), pending, wanted)
 
     # -- topics --------------------------------------------------------------------------
     @_translate_errors
@@ -435,6 +463,8 @@ class ZooKeeperBackend:
 
     def _submit(self, targets: dict[TopicPartition, tuple[int, ...]]) -> None:
         if self._client.exists(zk.REASSIGN_PARTITIONS):
+            if self._pending_zk_reassignment() == targets:
+                return  # ours: created before a lost connection hid the reply
             raise ReassignmentInProgressError("There is an existing assignment running.")
         if not targets:
             raise ValidationError("Partition reassignment list cannot be empty")
@@ -471,6 +501,8 @@ class ZooKeeperBackend:
         try:
             self._client.create(zk.REASSIGN_PARTITIONS, data, makepath=True)
         except NodeExistsError:
+            if self._pending_zk_reassignment() == targets:
+                return
             raise ReassignmentInProgressError("There is an existing assignment running.") from None
 
     def _cancel(self, partitions: list[TopicPartition]) -> None:
@@ -592,10 +624,11 @@ class ZooKeeperBackend:
             except NodeExistsError:
                 path = zk.PREFERRED_REPLICA_ELECTION
                 running = zk.decode_preferred_election(path, self._read(path) or b"{}")
-                raise AdminOperationError(
-                    "Preferred replica leader election currently in progress for "
-                    f"{','.join(map(str, running))}. Aborting operation"
-                ) from None
+                if set(running) != set(to_elect):  # equal: ours, from before a lost connection
+                    raise AdminOperationError(
+                        "Preferred replica leader election currently in progress for "
+                        f"{','.join(map(str, running))}. Aborting operation"
+                    ) from None
             self._wait_deleted(zk.PREFERRED_REPLICA_ELECTION, self.election_timeout_s)
             leaders = self._leaders(wanted)
         for tp, (leader, preferred) in leaders.items():
@@ -664,6 +697,39 @@ class ZooKeeperBackend:
                 raise BackendError(f"brokers {sorted(ids)} not {state} within {timeout:g}s")
         finally:
             stop()
+
+
+def _ongoing(
+    topics: Mapping[str, zk.TopicZnode],
+    pending: Mapping[TopicPartition, tuple[int, ...]],
+    wanted: set[TopicPartition] | None,
+) -> dict[TopicPartition, OngoingReassignment]:
+    """Reassignments in flight: the topic znodes' AR/RR (Kafka 2.4+); partitions only listed
+    in /admin/reassign_partitions (not yet started, or Kafka < 2.4) as the controller will run
+    them: RS = TRS then ORS, AR = RS - ORS, RR = RS - TRS."""
+    out: dict[TopicPartition, OngoingReassignment] = {}
+    for topic, znode in topics.items():
+        for p, replicas in znode.partitions.items():
+            tp = TopicPartition(topic, p)
+            if znode.reassigning(p) and (wanted is None or tp in wanted):
+                out[tp] = OngoingReassignment(
+                    tp, replicas, znode.adding.get(p, ()), znode.removing.get(p, ())
+                )
+    for tp, target in pending.items():
+        if tp in out or (wanted is not None and tp not in wanted):
+            continue
+        znode = topics.get(tp.topic)
+        if znode is None or tp.partition not in znode.partitions:
+            continue  # Kafka drops entries for unknown partitions
+        original = znode.partitions[tp.partition]
+        replicas = tuple(dict.fromkeys((*target, *original)))
+        out[tp] = OngoingReassignment(
+            tp,
+            replicas,
+            tuple(r for r in replicas if r not in original),
+            tuple(r for r in replicas if r not in target),
+        )
+    return dict(sorted(out.items()))
 
 
 def _fits_in_a_znode(data: bytes, what: str) -> bytes:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 
+from kafka_ops import inputs
 from kafka_ops.assignment import (
     RACK_AWARE_MODES,
     BrokerMetadata,
@@ -51,21 +52,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="RACKS",
         help="comma-separated racks, one per --brokers entry; an empty entry means no rack",
     )
-    parser.add_argument("--partitions", type=int, metavar="N", help="number of partitions")
+    parser.add_argument("--partitions", type=inputs.partition_count, metavar="N",
+                        help="number of partitions")
     parser.add_argument(
-        "--replication-factor", type=int, metavar="R", help="replicas per partition"
+        "--replication-factor", type=_int32, metavar="R", help="replicas per partition"
     )
     parser.add_argument(
         "--start-index",
-        type=int,
+        type=_int32,
         metavar="S",
         help="Kafka's fixedStartIndex: start index and first replica shift (random if omitted)",
     )
     parser.add_argument(
-        "--replica-shift", type=int, metavar="K", help="override the first replica shift alone"
+        "--replica-shift", type=_int32, metavar="K", help="override the first replica shift alone"
     )
     parser.add_argument(
-        "--start-partition", type=int, metavar="P", help="first partition id (default 0)"
+        "--start-partition", type=_int32, metavar="P", help="first partition id (default 0)"
     )
     parser.add_argument(
         "--rack-aware-mode",
@@ -81,6 +83,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--brokers instead of computing one",
     )
     parser.set_defaults(func=run)
+
+
+def _int32(value: str) -> int:
+    """An integer in Java's int range (Kafka's own checks give the messages below it)."""
+    return inputs.bounded_int(value, -inputs.INT32_MAX - 1, inputs.INT32_MAX)
 
 
 def run(args: argparse.Namespace) -> int:

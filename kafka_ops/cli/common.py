@@ -5,11 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
+from kafka_ops import inputs, secrets
 from kafka_ops.backends.base import ClusterBackend
-from kafka_ops.backends.connection import ClusterConnection, connect
+from kafka_ops.backends.connection import (
+    ClusterConnection,
+    connect,
+    validate_bootstrap_servers,
+    validate_zookeeper_connect,
+)
 from kafka_ops.errors import ValidationError
 from kafka_ops.model import ClusterModel
 from kafka_ops.snapshot import load_snapshot
@@ -28,40 +33,56 @@ def add_backend_args(parser: argparse.ArgumentParser, required: bool = True) -> 
 def add_cluster_args(parser: argparse.ArgumentParser, required: bool = True) -> None:
     """Where the cluster state comes from: a snapshot file or a live cluster."""
     where = parser.add_mutually_exclusive_group(required=required)
-    where.add_argument("--cluster", metavar="SNAPSHOT", help="cluster snapshot JSON file")
+    where.add_argument("--cluster", metavar="SNAPSHOT", type=inputs.input_file("cluster snapshot"),
+                       help="cluster snapshot JSON file")
     _add_live_options(parser, where)
 
 
 def _add_live_options(parser: argparse.ArgumentParser, where: argparse._MutuallyExclusiveGroup) -> None:
     where.add_argument(
-        "--zookeeper", metavar="CONNECT", help="ZooKeeper connect string HOST:PORT[,...][/chroot]"
+        "--zookeeper", metavar="CONNECT", type=_zookeeper_connect,
+        help="ZooKeeper connect string HOST:PORT[,...][/chroot]",
     )
     where.add_argument(
-        "--bootstrap-server", metavar="HOST:PORT[,...]", help="Kafka Admin API (KRaft or modern)"
+        "--bootstrap-server", metavar="HOST:PORT[,...]", type=_bootstrap_servers,
+        help="Kafka Admin API (KRaft or modern)",
     )
     parser.add_argument(
         "--command-config",
         metavar="FILE",
-        help="client properties for --bootstrap-server (security.protocol, sasl.*, ssl.*), "
-        "as for Kafka's tools; secrets stay out of every output",
+        type=_command_config,
+        help="client properties for --bootstrap-server (security.protocol, sasl.*, ssl.*, and "
+        "any other client setting), as for Kafka's tools; secrets stay out of every output",
     )
+
+
+def _zookeeper_connect(value: str) -> str:
+    try:
+        validate_zookeeper_connect(value)
+    except ValidationError as e:
+        raise inputs.InputError(str(e)) from None
+    return value
+
+
+def _bootstrap_servers(value: str) -> str:
+    try:
+        validate_bootstrap_servers(value)
+    except ValidationError as e:
+        raise inputs.InputError(str(e)) from None
+    return value
+
+
+def _command_config(value: str) -> str:
+    """Parsed while the arguments are (so a bad file is refused first); secrets registered
+    for masking at once."""
+    secrets.register_settings(inputs.read_properties(value))
+    return value
 
 
 def read_client_properties(path: str) -> dict[str, str]:
     """A Java-style properties file (key=value, # comments), as Kafka's --command-config."""
-    try:
-        lines = Path(path).read_text().splitlines()
-    except OSError as e:
-        raise ValidationError(f"cannot read --command-config {path}: {e.strerror}") from None
-    props = {}
-    for number, line in enumerate(lines, 1):
-        line = line.strip()
-        if not line or line.startswith(("#", "!")):
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise ValidationError(f"--command-config {path} line {number}: expected key=value")
-        props[key.strip()] = value.strip()
+    props = inputs.read_properties(path)
+    secrets.register_settings(props)
     return props
 
 
@@ -91,15 +112,8 @@ def load_cluster(args: argparse.Namespace) -> ClusterModel:
 
 
 def parse_int_list(text: str, what: str) -> list[int]:
-    """'0,1,2' -> [0, 1, 2] with an error naming the bad item."""
-    out = []
-    for item in text.split(","):
-        item = item.strip()
-        try:
-            out.append(int(item))
-        except ValueError:
-            raise ValidationError(f"{what}: {item!r} is not an integer") from None
-    return out
+    """'0,1,2' -> [0, 1, 2] with an error naming the bad item (broker ids: int32 >= 0)."""
+    return inputs.broker_ids(text, what)
 
 
 def print_json(data: Any) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from kafka_ops import inputs
 from kafka_ops.backends.base import ClusterBackend
 from kafka_ops.cli.common import add_backend_args, add_json_flag, connect_backend, print_json
 from kafka_ops.errors import ValidationError
@@ -47,23 +48,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     execute = subparsers.add_parser(
         "execute", help="execute (or resume) a reassignment plan: batched, throttled, verified"
     )
-    execute.add_argument("plan", metavar="PLAN", help="reassignment JSON (Kafka's format)")
+    execute.add_argument("plan", metavar="PLAN", type=inputs.input_file("reassignment file"),
+                         help="reassignment JSON (Kafka's format)")
     add_backend_args(execute)
     _state_arg(execute)
     execute.add_argument(
-        "--base", metavar="FILE",
+        "--base", metavar="FILE", type=inputs.input_file("base file"),
         help="the replicas the plan was computed against (default: PLAN.rollback.json next to "
         "PLAN when it exists); partitions that differ now are skipped or abort the run",
     )
-    execute.add_argument("--throttle", type=int, metavar="BYTES_PER_SEC",
+    execute.add_argument("--throttle", type=inputs.throttle_rate, metavar="BYTES_PER_SEC",
                          help="replication throttle on every broker involved (default: none)")
-    execute.add_argument("--max-incoming", type=int, default=2, metavar="N",
+    execute.add_argument("--max-incoming", type=inputs.positive_int, default=2, metavar="N",
                          help="moves adding a replica to one broker at once (default 2)")
-    execute.add_argument("--max-outgoing", type=int, default=2, metavar="N",
+    execute.add_argument("--max-outgoing", type=inputs.positive_int, default=2, metavar="N",
                          help="moves removing a replica from one broker at once (default 2)")
-    execute.add_argument("--max-in-flight", type=int, default=100, metavar="N",
+    execute.add_argument("--max-in-flight", type=inputs.positive_int, default=100, metavar="N",
                          help="moves in flight cluster-wide (default 100)")
-    execute.add_argument("--max-leader-changes", type=int, default=200, metavar="N",
+    execute.add_argument("--max-leader-changes", type=inputs.positive_int, default=200, metavar="N",
                          help="partitions per preferred leader election batch (default 200)")
     execute.add_argument("--strategy", action="append", choices=sorted(STRATEGIES),
                          help="order of moves; repeat to chain (default: topic, partition)")
@@ -75,8 +77,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          help="start even though partitions are under-replicated")
     execute.add_argument("--no-elect-leaders", action="store_true",
                          help="skip the preferred leader election after the moves")
-    execute.add_argument("--poll-interval", type=float, default=5.0, metavar="SECONDS")
-    execute.add_argument("--stall-timeout", type=float, default=1800.0, metavar="SECONDS",
+    execute.add_argument("--poll-interval", type=inputs.positive_seconds, default=5.0,
+                         metavar="SECONDS")
+    execute.add_argument("--stall-timeout", type=inputs.positive_seconds, default=1800.0,
+                         metavar="SECONDS",
                          help="report a move as stalled after this long without progress")
     execute.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_json_flag(execute)
@@ -85,7 +89,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     verify = subparsers.add_parser(
         "verify", help="Kafka's verify: per-partition state; clears throttles when all is done"
     )
-    verify.add_argument("plan", metavar="PLAN")
+    verify.add_argument("plan", metavar="PLAN", type=inputs.input_file("reassignment file"))
     add_backend_args(verify)
     verify.add_argument("--preserve-throttles", action="store_true",
                         help="do not remove throttles even when nothing is moving")
@@ -97,7 +101,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_backend_args(cancel, required=False)  # not needed when an executor is running
     _state_arg(cancel)
-    cancel.add_argument("--wait", type=float, default=600.0, metavar="SECONDS",
+    cancel.add_argument("--wait", type=inputs.non_negative_seconds, default=600.0, metavar="SECONDS",
                         help="how long to wait for a running executor to finish cancelling")
     add_json_flag(cancel)
     cancel.set_defaults(func=cmd_cancel)
@@ -109,7 +113,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _state_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--state-dir", default=".kafka-ops", metavar="DIR",
+    parser.add_argument("--state-dir", default=".kafka-ops", metavar="DIR", type=inputs.state_dir,
                         help="where the execution state is kept (default .kafka-ops)")
 
 
@@ -163,7 +167,7 @@ def _read_base(args: argparse.Namespace) -> dict | None:
         print("note: no base file (PLAN.rollback.json): the drift check compares against the "
               "cluster as it is now", file=sys.stderr)
         return None
-    return ReassignmentPlan.read(path).replicas
+    return ReassignmentPlan.read_base(path).replicas
 
 
 class _cancel_on_signals:

@@ -11,7 +11,14 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from kafka_ops.cli.common import add_cluster_args, add_json_flag, cluster_given, load_cluster, print_json
+from kafka_ops import inputs
+from kafka_ops.cli.common import (
+    add_cluster_args,
+    add_json_flag,
+    cluster_given,
+    load_cluster,
+    print_json,
+)
 from kafka_ops.errors import ValidationError
 from kafka_ops.plan import ReassignmentPlan
 from kafka_ops.plan_report import (
@@ -43,7 +50,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     _plan_args(validate, cluster_required=False)
     validate.add_argument(
-        "--pools", metavar="FILE", help="also require every replica to be in its topic's pool"
+        "--pools", metavar="FILE", type=inputs.input_file("pools file"),
+        help="also require every replica to be in its topic's pool"
     )
     validate.set_defaults(func=cmd_validate)
 
@@ -52,12 +60,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the reassignment JSON that puts the plan's partitions back as they are now",
     )
     _plan_args(rollback, cluster_required=True)
-    rollback.add_argument("--output", "-o", metavar="FILE", help="write the rollback plan here")
+    rollback.add_argument("--output", "-o", metavar="FILE", type=inputs.output_file,
+                          help="write the rollback plan here")
     rollback.set_defaults(func=cmd_rollback)
 
 
 def _plan_args(parser: argparse.ArgumentParser, cluster_required: bool) -> None:
-    parser.add_argument("plan", metavar="PLAN", help="reassignment JSON file (Kafka's format)")
+    parser.add_argument("plan", metavar="PLAN", type=inputs.input_file("reassignment file"),
+                        help="reassignment JSON file (Kafka's format)")
     add_cluster_args(parser, required=cluster_required)
     add_json_flag(parser)
 

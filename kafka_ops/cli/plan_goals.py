@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from kafka_ops import inputs
 from kafka_ops.charts import plot_broker_load
 from kafka_ops.cli.common import add_cluster_args, add_json_flag, load_cluster, parse_int_list, print_json
 from kafka_ops.errors import ValidationError
@@ -39,9 +40,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             brokers: bool = False, topics: bool = False) -> argparse.ArgumentParser:
         parser = subparsers.add_parser(name, help=help_text)
         add_cluster_args(parser)
-        parser.add_argument("--pools", metavar="FILE", help="pools file: balance and place inside pools")
+        parser.add_argument("--pools", metavar="FILE", type=inputs.input_file("pools file"),
+                            help="pools file: balance and place inside pools")
         if brokers:
-            parser.add_argument("--brokers", required=True, metavar="IDS", help="broker ids, comma-separated")
+            parser.add_argument("--brokers", required=True, metavar="IDS", type=inputs.broker_id_list,
+                                help="broker ids, comma-separated")
         if topics:
             parser.add_argument("--topics", metavar="NAMES", help="only these topics, comma-separated")
         _common(parser)
@@ -57,12 +60,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add("fix-offline", "re-create replicas of dead brokers on live ones", _fix_offline)
     set_rf = add("set-rf", "change topics' replication factor inside their pool", _set_rf)
     set_rf.add_argument("--topics", required=True, metavar="NAMES", help="topics, comma-separated")
-    set_rf.add_argument("--rf", required=True, type=int, help="the new replication factor")
+    set_rf.add_argument("--rf", required=True, type=inputs.replication_factor,
+                        help="the new replication factor")
     add("migrate-pool", "move topics onto their pool's brokers (needs --pools)", _migrate_pool,
         topics=True)
     replace = add("replace-broker", "move every replica of one broker to another", _replace)
-    replace.add_argument("--from", dest="old", required=True, type=int, metavar="ID", help="broker to empty")
-    replace.add_argument("--to", dest="new", required=True, type=int, metavar="ID", help="broker to fill")
+    replace.add_argument("--from", dest="old", required=True, type=inputs.broker_id, metavar="ID", help="broker to empty")
+    replace.add_argument("--to", dest="new", required=True, type=inputs.broker_id, metavar="ID", help="broker to fill")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -73,14 +77,17 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="balance threshold of a soft goal, e.g. disk=0.05 (repeatable)")
     parser.add_argument("--topic-swaps", action="store_true",
                         help="let per-topic goals swap replicas (two moves each) to spread topics")
-    parser.add_argument("--max-moves", type=int, metavar="N", help="at most N replica moves")
-    parser.add_argument("--max-bytes", type=int, metavar="B", help="at most B bytes of replicas moved")
-    parser.add_argument("--max-leader-changes", type=int, metavar="N", help="at most N leadership changes")
-    parser.add_argument("--throttle", type=float, metavar="BYTES_PER_SEC",
+    parser.add_argument("--max-moves", type=inputs.non_negative_int, metavar="N",
+                        help="at most N replica moves")
+    parser.add_argument("--max-bytes", type=inputs.non_negative_int, metavar="B",
+                        help="at most B bytes of replicas moved")
+    parser.add_argument("--max-leader-changes", type=inputs.non_negative_int, metavar="N",
+                        help="at most N leadership changes")
+    parser.add_argument("--throttle", type=inputs.positive_rate, metavar="BYTES_PER_SEC",
                         help="replication throttle, for the duration estimate")
-    parser.add_argument("--output", "-o", metavar="PLAN.json",
+    parser.add_argument("--output", "-o", metavar="PLAN.json", type=inputs.output_file,
                         help="write the plan here and its rollback to PLAN.rollback.json")
-    parser.add_argument("--chart", metavar="FILE.png",
+    parser.add_argument("--chart", metavar="FILE.png", type=inputs.chart_file,
                         help="draw per-broker load (replicas, leaders, disk, bytes in) before and after")
     add_json_flag(parser)
 
@@ -91,18 +98,7 @@ def _options(args: argparse.Namespace) -> PlannerOptions:
         name, sep, value = item.partition("=")
         if not sep or name not in SOFT_GOALS:
             raise ValidationError(f"--threshold {item!r}: expected GOAL=FRACTION with a soft goal name")
-        try:
-            thresholds[name] = float(value)
-        except ValueError:
-            raise ValidationError(f"--threshold {item!r}: {value!r} is not a number") from None
-        if thresholds[name] < 0:
-            raise ValidationError(f"--threshold {item!r}: must not be negative")
-    for flag in ("max_moves", "max_bytes", "max_leader_changes"):
-        value = getattr(args, flag)
-        if value is not None and value < 0:
-            raise ValidationError(f"--{flag.replace('_', '-')} must not be negative")
-    if args.throttle is not None and args.throttle <= 0:
-        raise ValidationError("--throttle must be a positive number of bytes per second")
+        thresholds[name] = inputs.fraction(value, f"--threshold {item!r}")
     return PlannerOptions(
         goals=tuple(_names(args.goals)) if args.goals else None,
         thresholds=thresholds,

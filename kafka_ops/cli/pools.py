@@ -9,8 +9,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from kafka_ops import inputs
 from kafka_ops.assignment import RACK_AWARE_MODES, format_replica_assignment
-from kafka_ops.cli.common import add_cluster_args, add_json_flag, load_cluster, print_json
+from kafka_ops.cli.common import (
+    add_cluster_args,
+    add_json_flag,
+    load_cluster,
+    print_json,
+)
 from kafka_ops.cli.plan_files import write_files
 from kafka_ops.errors import ValidationError
 from kafka_ops.model import ClusterModel
@@ -36,11 +42,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     assign.add_argument("--topic", required=True)
     assign.add_argument(
         "--partitions",
-        type=int,
+        type=inputs.partition_count,
         required=True,
         help="partition count of a new topic; for an existing topic the new total count",
     )
-    assign.add_argument("--replication-factor", type=int, help="required for a new topic")
+    assign.add_argument("--replication-factor", type=inputs.replication_factor,
+                        help="required for a new topic")
     assign.add_argument(
         "--start-index",
         type=int,
@@ -64,15 +71,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="topic to migrate (repeatable); default: every topic the pools file puts in the pool",
     )
     migrate.add_argument(
-        "--output", "-o", metavar="FILE", help="write the plan (Kafka's JSON) here"
+        "--output", "-o", metavar="FILE", type=inputs.output_file,
+        help="write the plan (Kafka's JSON) here"
     )
-    migrate.add_argument("--rollback-output", metavar="FILE", help="write the rollback plan here")
+    migrate.add_argument("--rollback-output", metavar="FILE", type=inputs.output_file,
+                         help="write the rollback plan here")
     migrate.set_defaults(func=cmd_migrate)
 
 
 def _common_args(parser: argparse.ArgumentParser) -> None:
     add_cluster_args(parser)
-    parser.add_argument("--pools", metavar="FILE", required=True, help="pools file (YAML or JSON)")
+    parser.add_argument("--pools", metavar="FILE", required=True, type=inputs.input_file("pools file"),
+                        help="pools file (YAML or JSON)")
     add_json_flag(parser)
 
 

@@ -176,7 +176,7 @@ def test_wrong_password_fails_without_revealing_it():
 
 
 @pytest.mark.parametrize("security, message", [
-    ({"sasl.pasword": "hunter2"}, "unsupported security setting"),
+    ({"sasl.pasword": "hunter2"}, "No such configuration property: \"sasl.pasword\""),
     ({"security.protocol": "SASL_TLS", "sasl.password": "hunter2"}, "unknown security.protocol"),
 ])
 def test_bad_security_settings_are_refused(security, message):

@@ -112,6 +112,11 @@ def test_throttled_reassignment_lists_progress_and_completes(emulated, wait_unti
         (1, 2, 3),
     )
     assert b.list_reassignments([TP("orders", 1)]) == {}
+    described = b.describe_cluster().partitions  # AR/RR in the model too (KIP-455)
+    moving = described[tp]
+    assert (moving.replicas, moving.adding_replicas, moving.removing_replicas,
+            moving.target_replicas) == ((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3), (4, 5, 6))
+    assert not described[TP("orders", 1)].reassignment_in_progress
 
     emulated.advance(5)  # a third of the throttled time: unthrottled it would be done
     assert tp in b.list_reassignments()

@@ -63,8 +63,8 @@ def test_set_rf_and_remove_brokers_run(snapshot: Path, capsys) -> None:
     (["--threshold", "disk"], "expected GOAL=FRACTION"),
     (["--threshold", "disk=lots"], "is not a number"),
     (["--goals", "capacity"], "is a hard goal"),
-    (["--max-moves", "-1"], "--max-moves must not be negative"),
-    (["--throttle", "0"], "--throttle must be a positive"),
+    (["--max-moves", "-1"], "argument --max-moves: -1 is out of range"),
+    (["--throttle", "0"], "argument --throttle: '0' must be a finite number of bytes/s"),
 ])
 def test_bad_options_are_one_line_errors(snapshot: Path, capsys, args, message) -> None:
     assert main(["plan", "rebalance", "--cluster", str(snapshot), *args]) == 2
