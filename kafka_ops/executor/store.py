@@ -179,7 +179,8 @@ class FsspecStateStore(StateStore):
         import fsspec  # only this store needs it
 
         self.location = url.rstrip("/")
-        self.fs, root = fsspec.core.url_to_fs(self.location, **dict(storage_options or {}))
+        self.storage_options = dict(storage_options or {})
+        self.fs, root = fsspec.core.url_to_fs(self.location, **self.storage_options)
         self.root = root.rstrip("/")
         self.lease_seconds = lease_seconds
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
