@@ -152,7 +152,8 @@ def main() -> None:
     model = xl_cluster()
     plan = plan_for(model)
     print(f"xl preset: {model}; {len(plan)} moves in flight")
-    print(f"{'backend':<11}{'poll before (s)':>16}{'read before':>13}{'poll after (s)':>16}{'read after':>12}{'speed-up':>10}")
+    print(f"{'backend':<11}{'poll before (s)':>16}{'read before':>13}{'poll after (s)':>16}"
+          f"{'read after':>12}{'speed-up':>10}")
     for name in ("inprocess", "zookeeper"):
         if args.backend not in (name, "both"):
             continue

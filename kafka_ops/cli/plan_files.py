@@ -9,8 +9,13 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 
-from kafka_ops.cli.common import add_cluster_args, add_json_flag, cluster_given, load_cluster, print_json
-from kafka_ops.errors import ValidationError
+from kafka_ops.cli.common import (
+    add_cluster_args,
+    add_json_flag,
+    cluster_given,
+    load_cluster,
+    print_json,
+)
 from kafka_ops.plan import ReassignmentPlan
 from kafka_ops.plan_report import (
     diff_plan,

@@ -505,7 +505,7 @@ class Executor:
                     self._dirty = True
                 signature = (task.step, tuple(b for b in task.incoming if b in isr))
                 previous = rt.last_change.get(task.tp)
-                if previous is None or tuple(previous[0]) != signature:
+                if previous is None or previous[0] != signature:
                     rt.last_change[task.tp] = (signature, now)
                     self._dirty = True
                     if previous is not None:  # a new replica joined the ISR
@@ -549,7 +549,7 @@ class Executor:
         of its destination brokers keeps busy-but-healthy moves from being called stalled.
         """
         waiting = [b for b in task.incoming if b not in isr]
-        return max([rt.last_change.get(task.tp, ((), now))[1]]
+        return max([rt.last_change[task.tp][1] if task.tp in rt.last_change else now]
                    + [rt.broker_progress.get(b, 0.0) for b in waiting])
 
     def _detect_stalls(

@@ -61,7 +61,7 @@ class Runtime:
     applied: ThrottleConfig = field(default_factory=lambda: ThrottleConfig({}, {}))
     applied_known: bool = True
     in_step: bool = False  # a step recorded changes it may not have finished sending
-    last_change: dict[TopicPartition, tuple[list, float]] = field(default_factory=dict)
+    last_change: dict[TopicPartition, tuple[tuple[int, tuple[int, ...]], float]] = field(default_factory=dict)
     missing_since: dict[TopicPartition, float] = field(default_factory=dict)
     stalled: set[TopicPartition] = field(default_factory=set)
     broker_progress: dict[int, float] = field(default_factory=dict)
@@ -79,7 +79,7 @@ class Runtime:
             "applied": _throttles_to_dict(self.applied),
             "applied_known": self.applied_known,
             "in_step": self.in_step,
-            "last_change": {_tp_key(tp): [list(sig), t] for tp, (sig, t) in self.last_change.items()},
+            "last_change": {_tp_key(tp): [[sig[0], list(sig[1])], t] for tp, (sig, t) in self.last_change.items()},
             "missing_since": {_tp_key(tp): t for tp, t in self.missing_since.items()},
             "stalled": sorted(_tp_key(tp) for tp in self.stalled),
             "broker_progress": {str(b): t for b, t in self.broker_progress.items()},
@@ -114,10 +114,10 @@ class Runtime:
         )
 
 
-def _signature(sig: list) -> tuple:
+def _signature(sig: list) -> tuple[int, tuple[int, ...]]:
     """A move's progress signature (step, new replicas in the ISR) back from JSON."""
     step, caught_up = sig
-    return (step, tuple(caught_up))
+    return (int(step), tuple(caught_up))
 
 
 def _throttles_to_dict(t: ThrottleConfig) -> dict[str, Any]:

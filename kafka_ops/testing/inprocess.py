@@ -83,7 +83,8 @@ class InProcessBackend:
     def alter_configs(self, resource: ConfigResource, set_configs: Mapping[str, str] | None = None,
                       delete_configs: Iterable[str] = ()) -> None:
         self.writes += 1
-        ops = [(k, 0, v) for k, v in (set_configs or {}).items()] + [(k, 1, None) for k in delete_configs]
+        ops: list[tuple[str, int, str | None]] = [(k, 0, v) for k, v in (set_configs or {}).items()]
+        ops += [(k, 1, None) for k in delete_configs]
         self.cluster.incremental_alter_configs(resource.type, resource.name, ops)
 
     def elect_preferred_leaders(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, str | None]:

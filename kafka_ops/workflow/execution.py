@@ -213,7 +213,7 @@ def execution_progress(store: str | Path | StateStore) -> ExecutionStatus:
     """Where the recorded execution stands, from the store alone (no cluster access)."""
     store = open_store(store)
     state = _load(store)
-    executor = Executor(_NoBackend(), state.plan, store=store)  # type: ignore[arg-type]
+    executor = Executor(_NoBackend(), state.plan, store=store)
     executor.state = state
     return _status(executor, store)
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 from collections import Counter
 
-import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as hs
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
