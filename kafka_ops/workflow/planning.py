@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_ops.errors import ValidationError
+from kafka_ops.loads import LoadSource, load_source_from_spec, with_loads
 from kafka_ops.model import ClusterModel
 from kafka_ops.plan import ReassignmentPlan
 from kafka_ops.planner import (
@@ -171,6 +172,7 @@ class PlanProposal(Record):
     summary: dict[str, Any]  # the planner's PlanSummary.to_dict(throttle)
     content_hash: str  # of plan + base replicas: approval and execution re-check it
     empty: bool = False
+    loads: dict[str, Any] | None = None  # where the loads came from and how well they covered
 
     def reassignment(self) -> ReassignmentPlan:
         return ReassignmentPlan.from_dict(self.plan)
@@ -184,12 +186,21 @@ def make_plan(
     request: PlanRequest | Mapping[str, Any],
     pools: PoolSet | None = None,
     throttle: float | None = None,
+    loads: LoadSource | str | None = None,
 ) -> PlanProposal:
-    """The workflow step: plan from a snapshot record (or a model) by a request record."""
+    """The workflow step: plan from a snapshot record (or a model) by a request record.
+
+    ``loads``: where partition loads come from instead of the snapshot's own fields — a
+    ``LoadSource`` or its spec (``file:PATH``, ``analysis:DIR``, ``snapshots:...``, see
+    kafka_ops.loads). The topology (replicas, leaders) is always the snapshot's.
+    """
     if not isinstance(request, PlanRequest):
         request = PlanRequest.from_dict(request)
     check_throttle(throttle)
+    if isinstance(loads, str):
+        loads = load_source_from_spec(loads)
     cluster = snapshot.model() if isinstance(snapshot, ClusterSnapshot) else snapshot
+    cluster, laid = with_loads(cluster, loads)
     result = plan_cluster(cluster, request, pools)
     plan = result.plan
     return PlanProposal(
@@ -199,4 +210,8 @@ def make_plan(
         summary=result.summary.to_dict(throttle),
         content_hash=content_hash(plan, cluster),
         empty=not len(plan),
+        loads=None if laid is None else {
+            "source": laid.source, "window_start": laid.window_start, "window_end": laid.window_end,
+            "issues": dict(laid.issues), "coverage": laid.coverage(cluster).to_dict(),
+        },
     )

@@ -223,3 +223,26 @@ def test_plan_files_pairing(tmp_path) -> None:
     assert wf.read_base(tmp_path / "q.json") is None
     with pytest.raises(ValidationError, match="base file .* does not exist"):
         wf.read_base(tmp_path / "p.json", tmp_path / "missing.json")
+
+
+def test_plan_step_takes_loads_from_a_load_source(tmp_path) -> None:
+    """Sizes only the load source knows: without it nothing is worth moving for disk balance;
+    with it the heavy broker is relieved, and the proposal says where the loads came from."""
+    from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition
+
+    cap = BrokerCapacity(10**12, 10**8, 10**8)
+    parts = [Partition("t", p, (1 + p % 2, 3), 1 + p % 2, (1 + p % 2, 3)) for p in range(4)]
+    parts += [Partition("u", p, (1, 2), 1, (1, 2)) for p in range(4)]
+    model = ClusterModel([Broker(b, capacity=cap) for b in (1, 2, 3, 4)], parts)
+    heavy = {"t": {str(p): {"size_bytes": 10**9 * (p % 2 == 0)} for p in range(4)},
+             "u": {str(p): {"size_bytes": 10**6} for p in range(4)}}
+    (tmp_path / "loads.json").write_text(json.dumps({"version": 1, "source": "test", "topics": heavy}))
+    request = {"mode": "rebalance", "goals": ["disk"], "thresholds": {"disk": 0.1}}
+    plain = wf.make_plan(model, request)
+    laid = xcom(wf.make_plan(model, request, loads=f"file:{tmp_path / 'loads.json'}"))
+    assert plain.empty
+    assert not laid.empty and laid.loads["coverage"]["covered"] == 8 and laid.loads["source"] == "test"
+    before = {b: sum(10**9 for p in range(0, 4, 2) if b in parts[p].replicas) for b in (1, 2, 3, 4)}
+    after_plan = {**model.assignment, **laid.reassignment().replicas}
+    after = {b: sum(10**9 for p in range(0, 4, 2) if b in after_plan[TP("t", p)]) for b in (1, 2, 3, 4)}
+    assert max(after.values()) < max(before.values())
