@@ -252,7 +252,7 @@ class Executor:
         """One poll: observe, decide, persist, send, persist. True once this run has ended
         (completed, cancelled, failed or paused): ``report()`` then has the outcome."""
         state = self._current()
-        if state.runtime.report is not None:
+        if state.runtime.report is not None or state.finished:
             return True
         try:
             if self._poll(state):
@@ -765,6 +765,12 @@ class Executor:
         state.message = f"failed: {error}"
         state.throttles = rt.applied
         rt.in_step = False
+        try:
+            cluster = self.backend.describe_partitions([t.tp for t in state.tasks])
+            rt.report = self._build_report(state, cluster, None).to_dict()
+        except KafkaOpsError as report_error:  # the state is final and clean; only the report is short
+            log.warning("no rollback plan in the report of the failed execution: %s", report_error)
+            rt.report = self._build_report(state, ClusterModel([], []), None).to_dict()
         self._save(state)
 
     def _build_report(

@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 from collections import Counter
 
+import pytest
+
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as hs
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -303,3 +305,35 @@ ExecutionMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 test_execution_machine = ExecutionMachine.TestCase
+
+
+def test_a_failed_execution_ends_with_a_report_and_further_steps_do_nothing(tmp_path) -> None:
+    """on_drift=abort: a partition changed by someone else mid-run fails the execution; its
+    moves in flight are cancelled, the report is stored, and a later step (an orchestrator's
+    retry) neither polls nor writes."""
+    from kafka_ops.errors import ValidationError
+
+    clock = ManualClock()
+    backend = InProcessBackend.for_model(model(), clock=clock)
+    tps = list(ORIGINAL)
+    plan = ReassignmentPlan.from_assignment({tp: (4, 5) for tp in tps[:5]})
+    ex = Executor(backend, plan, options=options(on_drift="abort", limits=ExecutionLimits(
+        incoming_per_broker=1, outgoing_per_broker=5, in_flight=1)), store=StateStore(tmp_path), clock=clock.now)
+    ex.start()
+    ex.step()
+    backend.alter_reassignments({tps[4]: [1, 5]})  # someone else moves a pending partition
+    for _ in range(200):
+        clock.advance(POLL)
+        if not backend.list_reassignments([tps[4]]):
+            break
+    with pytest.raises(ValidationError, match="changed during the execution"):
+        for _ in range(200):
+            clock.advance(POLL)
+            ex.step()
+    writes, read = backend.writes, backend.partitions_read
+    later = Executor.from_store(backend, StateStore(tmp_path), clock=clock.now)
+    assert later.step() is True
+    assert (backend.writes, backend.partitions_read) == (writes, read)
+    report = later.report()
+    assert report.status == "failed" and "changed during the execution" in report.message
+    clean(backend)
