@@ -16,7 +16,6 @@ import os
 from collections import Counter
 
 import pytest
-
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as hs
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
