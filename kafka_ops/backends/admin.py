@@ -44,7 +44,7 @@ from kafka_ops.errors import (
     ReassignmentInProgressError,
     ValidationError,
 )
-from kafka_ops.model import Broker, ClusterModel, Partition, TopicPartition
+from kafka_ops.model import NO_LEADER, Broker, ClusterModel, Partition, TopicPartition
 
 _LIBRDKAFKA_LOG = logging.getLogger(f"{__name__}.librdkafka")
 
@@ -139,22 +139,30 @@ class AdminApiBackend:
         return ClusterModel(brokers, partitions, self._topic_configs(sorted(metadata.topics)))
 
     def describe_partitions(self, partitions: Iterable[TopicPartition]) -> ClusterModel:
-        """Live brokers and the given partitions only: metadata of their topics (one request
-        per topic), log-dir sizes of just these replicas."""
+        """Live brokers and the given partitions only: their topics in one DescribeTopics
+        request, log-dir sizes of just these replicas. Unknown topics are left out."""
         wanted = set(partitions)
         live = self._live_brokers()
+        topics = sorted({tp.topic for tp in wanted})
         found = []
-        for name in sorted({tp.topic for tp in wanted}):
-            metadata = self._call("describe topics", lambda n=name: self._admin.list_topics(
-                topic=n, timeout=self._timeout))
-            topic = metadata.topics.get(name)
-            if topic is None or topic.error is not None:
-                continue  # unknown topic: left out, as the interface says
-            found.extend(
-                Partition(topic=name, partition=p.id, replicas=tuple(p.replicas),
-                          leader=p.leader, isr=tuple(p.isrs))
-                for p in topic.partitions.values() if TopicPartition(name, p.id) in wanted
-            )
+        if topics:
+            futures = self._call("describe topics", lambda: self._admin.describe_topics(
+                TopicCollection(topics), request_timeout=self._timeout))
+            for name, future in futures.items():
+                try:
+                    description = future.result(self._timeout)
+                except KafkaException as exc:
+                    if _error_name(exc) in ("UNKNOWN_TOPIC_OR_PARTITION", "UNKNOWN_TOPIC_OR_PART"):
+                        continue  # deleted or never existed: left out, as the interface says
+                    raise _backend_error("describe topics", exc) from None
+                except concurrent.futures.TimeoutError:
+                    raise BackendError(f"describe topics: no answer within {self._timeout:g}s") from None
+                found.extend(
+                    Partition(topic=name, partition=p.id, replicas=tuple(n.id for n in p.replicas),
+                              leader=p.leader.id if p.leader is not None else NO_LEADER,
+                              isr=tuple(n.id for n in p.isr))
+                    for p in description.partitions if TopicPartition(name, p.id) in wanted
+                )
         sizes = self._partition_sizes(found, live)
         found = [_with_size(p, sizes.get(p.tp, {})) for p in found]
         brokers = list(live.values())
