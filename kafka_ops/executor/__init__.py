@@ -5,7 +5,9 @@ The public surface: ``Executor`` + ``ExecutionOptions`` + ``ExecutionLimits`` to
 (a local directory or any fsspec URL), ``verify_plan`` for Kafka's verify.
 """
 
-from kafka_ops.executor.executor import ExecutionOptions, ExecutionReport, Executor, options_from_dict
+from kafka_ops.executor.executor import Executor
+from kafka_ops.executor.options import ExecutionOptions, options_from_dict
+from kafka_ops.executor.report import ExecutionReport
 from kafka_ops.executor.scheduler import ExecutionLimits
 from kafka_ops.executor.state import ExecutionState
 from kafka_ops.executor.store import FsspecStateStore, LocalStateStore, StateStore

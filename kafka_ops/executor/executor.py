@@ -31,9 +31,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any, Literal
 
 from kafka_ops.backends.base import ClusterBackend, OngoingReassignment
 from kafka_ops.errors import (
@@ -45,16 +42,16 @@ from kafka_ops.errors import (
 )
 from kafka_ops.executor import state as st
 from kafka_ops.executor.leaders import LeaderReport, elect_preferred_leaders
-from kafka_ops.executor.scheduler import ExecutionLimits, select_moves
+from kafka_ops.executor.options import ExecutionOptions, options_dict, options_from_dict
+from kafka_ops.executor.progress import execution_progress, last_progress
+from kafka_ops.executor.report import ExecutionReport, build_report
+from kafka_ops.executor.scheduler import select_moves
 from kafka_ops.executor.store import StateStore
 from kafka_ops.executor.strategies import order_tasks
 from kafka_ops.executor.tasks import ExecutionTask, TaskState, one_replica_at_a_time_steps
 from kafka_ops.executor.verify import (
     ExecutionProgress,
-    estimate_eta,
-    move_progress,
     task_done_weight,
-    task_weight,
 )
 from kafka_ops.model import ClusterModel, TopicPartition
 from kafka_ops.plan import ReassignmentPlan
@@ -72,93 +69,7 @@ log = logging.getLogger(__name__)
 ProgressCallback = Callable[[ExecutionProgress], None]
 
 
-@dataclass(frozen=True)
-class ExecutionOptions:
-    throttle: int | None = None  # bytes/s per broker, leader and follower; None = unthrottled
-    limits: ExecutionLimits = field(default_factory=ExecutionLimits)
-    strategy: tuple[str, ...] = ("default",)
-    one_replica_at_a_time: bool = False
-    on_drift: Literal["skip", "abort"] = "skip"
-    allow_under_replicated: bool = False
-    elect_leaders: bool = True
-    poll_interval: float = 5.0
-    stall_timeout: float = 1800.0  # no visible progress for this long: reported as stalled
-    missing_grace: float = 30.0  # neither moving nor at its target for this long: failed
-    drain_timeout: float = 1800.0  # after a broker died, moves still running are then cancelled
 
-    def __post_init__(self) -> None:
-        if self.throttle is not None and self.throttle <= 0:
-            raise ValidationError("throttle must be a positive number of bytes per second")
-        if self.on_drift not in ("skip", "abort"):
-            raise ValidationError(f"on-drift must be 'skip' or 'abort', not {self.on_drift!r}")
-        if self.poll_interval <= 0:
-            raise ValidationError("poll interval must be positive")
-
-
-@dataclass
-class ExecutionReport:
-    status: str  # completed, cancelled, paused, failed
-    message: str
-    completed: list[TopicPartition]
-    aborted: list[TopicPartition]
-    dead: dict[TopicPartition, str]
-    pending: list[TopicPartition]
-    skipped: list[st.SkippedPartition]
-    leaders: LeaderReport | None
-    rollback: ReassignmentPlan  # back to the base replicas, for every partition that moved
-    rollback_path: str | Path | None
-    elapsed: float
-
-    def to_dict(self) -> dict[str, Any]:
-        tps = lambda items: [[tp.topic, tp.partition] for tp in items]  # noqa: E731
-        return {
-            "status": self.status,
-            "message": self.message,
-            "completed": tps(self.completed),
-            "aborted": tps(self.aborted),
-            "dead": [[tp.topic, tp.partition, e] for tp, e in self.dead.items()],
-            "pending": tps(self.pending),
-            "skipped": [[s.tp.topic, s.tp.partition, s.reason] for s in self.skipped],
-            "leaders": None if self.leaders is None else {
-                "elected": tps(self.leaders.elected),
-                "errors": [[tp.topic, tp.partition, e] for tp, e in self.leaders.errors.items()],
-                "misplaced": [[tp.topic, tp.partition, w, lead]
-                              for tp, (w, lead) in self.leaders.misplaced.items()],
-            },
-            "rollback": self.rollback.to_dict(),
-            "rollback_path": None if self.rollback_path is None else str(self.rollback_path),
-            "elapsed": self.elapsed,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ExecutionReport:
-        tps = lambda items: [TopicPartition(t, p) for t, p in items]  # noqa: E731
-        leaders = d["leaders"]
-        return cls(
-            status=d["status"],
-            message=d["message"],
-            completed=tps(d["completed"]),
-            aborted=tps(d["aborted"]),
-            dead={TopicPartition(t, p): e for t, p, e in d["dead"]},
-            pending=tps(d["pending"]),
-            skipped=[st.SkippedPartition(TopicPartition(t, p), r) for t, p, r in d["skipped"]],
-            leaders=None if leaders is None else LeaderReport(
-                tps(leaders["elected"]),
-                {TopicPartition(t, p): e for t, p, e in leaders["errors"]},
-                {TopicPartition(t, p): (w, lead) for t, p, w, lead in leaders["misplaced"]},
-            ),
-            rollback=ReassignmentPlan.from_dict(d["rollback"]),
-            rollback_path=d["rollback_path"],
-            elapsed=d["elapsed"],
-        )
-
-
-def options_from_dict(data: Mapping[str, Any]) -> ExecutionOptions:
-    """The ExecutionOptions recorded in a state (``asdict`` form) back."""
-    values = dict(data)
-    values["limits"] = ExecutionLimits(**values["limits"])
-    values["strategy"] = tuple(values["strategy"])
-    return ExecutionOptions(**values)
 
 
 class Executor:
@@ -323,7 +234,7 @@ class Executor:
             plan=self.plan,
             base={tp: base[tp] for tp in self.plan.replicas},
             tasks=order_tasks(tasks, self.options.strategy),
-            options=_options_dict(self.options),
+            options=options_dict(self.options),
             started_at=now,
             updated_at=now,
             skipped=skipped,
@@ -542,16 +453,6 @@ class Executor:
         self._detect_stalls(state, cluster, ongoing, now)
         return changed
 
-    def _last_progress(self, rt: st.Runtime, task: ExecutionTask, isr: tuple[int, ...], now: float) -> float:
-        """When the move, or any move into a broker it waits for, last made progress.
-
-        With only ISR changes to see, a big move looks idle until it finishes; counting progress
-        of its destination brokers keeps busy-but-healthy moves from being called stalled.
-        """
-        waiting = [b for b in task.incoming if b not in isr]
-        return max([rt.last_change[task.tp][1] if task.tp in rt.last_change else now]
-                   + [rt.broker_progress.get(b, 0.0) for b in waiting])
-
     def _detect_stalls(
         self,
         state: st.ExecutionState,
@@ -564,7 +465,7 @@ class Executor:
             if task.state is not TaskState.IN_PROGRESS or task.tp not in ongoing:
                 continue
             isr = cluster.partitions[task.tp].isr
-            idle = now - self._last_progress(rt, task, isr, now)
+            idle = now - last_progress(rt, task, isr, now)
             if idle <= self.options.stall_timeout:
                 if task.tp in rt.stalled:
                     rt.stalled.discard(task.tp)
@@ -724,7 +625,7 @@ class Executor:
             )
         ours = [t.tp for t in state.tasks]
         cluster = self.backend.describe_partitions(ours)
-        report = self._build_report(state, cluster, leaders)
+        report = self._report_of(state, cluster, leaders)
         rt.report = report.to_dict()
         self._save(state)
         self._report(state, cluster, self.clock(), [], phase="done")
@@ -767,38 +668,20 @@ class Executor:
         rt.in_step = False
         try:
             cluster = self.backend.describe_partitions([t.tp for t in state.tasks])
-            rt.report = self._build_report(state, cluster, None).to_dict()
+            rt.report = self._report_of(state, cluster, None).to_dict()
         except KafkaOpsError as report_error:  # the state is final and clean; only the report is short
             log.warning("no rollback plan in the report of the failed execution: %s", report_error)
-            rt.report = self._build_report(state, ClusterModel([], []), None).to_dict()
+            rt.report = self._report_of(state, ClusterModel([], []), None).to_dict()
         self._save(state)
 
-    def _build_report(
+    def _report_of(
         self, state: st.ExecutionState, cluster: ClusterModel, leaders: LeaderReport | None
     ) -> ExecutionReport:
-        # Only partitions this execution moved: a skipped (drifted) one was changed by someone
-        # else, and rolling it back would undo their change.
-        ours = {t.tp for t in state.tasks}
-        moved = {
-            tp: base for tp, base in state.base.items()
-            if tp in ours and tp in cluster.partitions and cluster.partitions[tp].replicas != base
-        }
-        rollback = ReassignmentPlan.from_assignment(moved)
-        rollback_path = self.store.write_rollback(rollback) if self.store is not None and moved else None
-        by_state = lambda s: [t.tp for t in state.tasks if t.state is s]  # noqa: E731
-        return ExecutionReport(
-            status=state.status,
-            message=state.message,
-            completed=by_state(TaskState.COMPLETED),
-            aborted=by_state(TaskState.ABORTED),
-            dead={t.tp: t.error or "failed" for t in state.tasks if t.state is TaskState.DEAD},
-            pending=by_state(TaskState.PENDING),
-            skipped=list(state.skipped),
-            leaders=leaders,
-            rollback=rollback,
-            rollback_path=rollback_path,
-            elapsed=self.clock() - state.runtime.run_started,
-        )
+        """The report, with the rollback plan written next to the state when anything moved."""
+        report = build_report(state, cluster, leaders, self.clock() - state.runtime.run_started)
+        if self.store is not None and len(report.rollback):
+            report.rollback_path = self.store.write_rollback(report.rollback)
+        return report
 
     # -- helpers ------------------------------------------------------------------------------
     def _save(self, state: st.ExecutionState) -> None:
@@ -816,7 +699,7 @@ class Executor:
         detail); reads neither the store nor the cluster when the state is in memory."""
         state = self.state if self.state is not None else self._current()
         in_flight = [t for t in state.tasks if t.state in (TaskState.IN_PROGRESS, TaskState.ABORTING)]
-        return self._progress(state, cluster, self.clock(), in_flight, None)
+        return execution_progress(state, cluster, self.clock(), in_flight, None, self.options.stall_timeout)
 
     def _report(
         self,
@@ -827,53 +710,7 @@ class Executor:
         phase: str | None = None,
     ) -> None:
         if self.on_progress is not None:
-            self.on_progress(self._progress(state, cluster, now, in_flight, phase))
-
-    def _progress(
-        self,
-        state: st.ExecutionState,
-        cluster: ClusterModel | None,
-        now: float,
-        in_flight: list[ExecutionTask],
-        phase: str | None,
-    ) -> ExecutionProgress:
-        rt = state.runtime
-        counts = {s: 0 for s in TaskState}
-        for t in state.tasks:
-            counts[t.state] += 1
-        total = sum(task_weight(t) for t in state.tasks)
-        done = (
-            sum(task_done_weight(t, cluster) for t in state.tasks) if cluster is not None
-            else sum(task_weight(t) for t in state.tasks if t.state is TaskState.COMPLETED)
-        )
-        elapsed = now - rt.run_started
-        moves = [
-            move_progress(t, cluster, now, self._last_progress(rt, t, _isr(cluster, t.tp), now),
-                          self.options.stall_timeout)
-            for t in in_flight if cluster is not None and t.state is TaskState.IN_PROGRESS
-        ]
-        if phase is None and rt.report is not None:
-            phase = "done"
-        return ExecutionProgress(
-            phase=phase or {st.CANCELLING: "cancelling", st.PAUSED: "draining"}.get(state.status, "moving"),
-            total=len(state.tasks),
-            completed=counts[TaskState.COMPLETED],
-            in_flight=counts[TaskState.IN_PROGRESS] + counts[TaskState.ABORTING],
-            pending=counts[TaskState.PENDING],
-            aborted=counts[TaskState.ABORTED],
-            dead=counts[TaskState.DEAD],
-            skipped=len(state.skipped),
-            weight_total=total,
-            weight_done=done,
-            elapsed=elapsed,
-            eta_seconds=estimate_eta(done - rt.weight_at_start, total - done, elapsed),
-            moves=moves,
-        )
-
-
-def _isr(cluster: ClusterModel | None, tp: TopicPartition) -> tuple[int, ...]:
-    partition = cluster.partitions.get(tp) if cluster is not None else None
-    return partition.isr if partition is not None else ()
+            self.on_progress(execution_progress(state, cluster, now, in_flight, phase, self.options.stall_timeout))
 
 
 def _alive(cluster: ClusterModel, broker_id: int) -> bool:
@@ -891,12 +728,6 @@ def _union(a: ThrottleConfig, b: ThrottleConfig) -> ThrottleConfig:
     topics = {t: {**a.topics.get(t, {}), **b.topics.get(t, {})} for t in {*a.topics, *b.topics}}
     brokers = {x: {**a.brokers.get(x, {}), **b.brokers.get(x, {})} for x in {*a.brokers, *b.brokers}}
     return ThrottleConfig(topics, brokers)
-
-
-def _options_dict(options: ExecutionOptions) -> dict:
-    data = asdict(options)
-    data["strategy"] = list(options.strategy)
-    return data
 
 
 def _drift_reason(expected: tuple[int, ...], current: tuple[int, ...]) -> str:
