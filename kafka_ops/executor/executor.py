@@ -15,11 +15,8 @@ and every throttle it may have set; everything else the loop remembers travels i
 Idempotent: partitions already at their targets are recorded as completed at the start and
 never touched, so rerunning a finished plan sets no throttle and submits nothing.
 
-Why each safety rule exists:
-- another reassignment running: ours would mix with it (and ZooKeeper mode cannot run two);
-- an offline target broker: the move could never complete;
-- under-replicated partitions: moving data on an unhealthy cluster risks offline partitions;
-- drift: a plan applied to replicas it was not computed for can undo someone else's fix;
+The refusals at the start and the reconciliation on resume are in setup.py. During the run:
+- drift: a pending move whose partition changed is skipped (or aborts the run), never applied;
 - a broker dying mid-run: stop starting moves, cancel those that cannot finish, let the others
   drain, so every partition keeps its full replica set; the run pauses and resumes later.
 """
@@ -34,21 +31,27 @@ from contextlib import nullcontext
 
 from kafka_ops.backends.base import ClusterBackend, OngoingReassignment
 from kafka_ops.errors import (
-    BrokerNotAvailableError,
-    ClusterStateError,
     KafkaOpsError,
     ReassignmentInProgressError,
     ValidationError,
 )
 from kafka_ops.executor import state as st
 from kafka_ops.executor.leaders import LeaderReport, elect_preferred_leaders
-from kafka_ops.executor.options import ExecutionOptions, options_dict, options_from_dict
+from kafka_ops.executor.options import ExecutionOptions, options_from_dict
 from kafka_ops.executor.progress import execution_progress, last_progress
 from kafka_ops.executor.report import ExecutionReport, build_report
 from kafka_ops.executor.scheduler import select_moves
+from kafka_ops.executor.setup import (
+    check_can_start,
+    drift_reason,
+    examples,
+    ids,
+    new_execution,
+    reconcile,
+    restart_run,
+)
 from kafka_ops.executor.store import StateStore
-from kafka_ops.executor.strategies import order_tasks
-from kafka_ops.executor.tasks import ExecutionTask, TaskState, one_replica_at_a_time_steps
+from kafka_ops.executor.tasks import ExecutionTask, TaskState
 from kafka_ops.executor.verify import (
     ExecutionProgress,
     task_done_weight,
@@ -198,69 +201,12 @@ class Executor:
         return state
 
     def _start(self, cluster: ClusterModel) -> st.ExecutionState:
-        self.plan.validate_against(cluster)
-        base = dict(self.base) if self.base is not None else {}
-        now = self.clock()
-        tasks: list[ExecutionTask] = []
-        skipped: list[st.SkippedPartition] = []
-        for tp, target in self.plan.replicas.items():
-            partition = cluster.partitions[tp]
-            expected = base.setdefault(tp, partition.replicas)
-            if partition.replicas == target:
-                # Already there (a rerun, or a plan that asks for nothing): never touched.
-                tasks.append(ExecutionTask(tp, target, target, size_bytes=partition.size_bytes,
-                                           state=TaskState.COMPLETED, started_at=now, finished_at=now))
-                continue
-            if partition.replicas != expected:
-                skipped.append(st.SkippedPartition(tp, _drift_reason(expected, partition.replicas)))
-                continue
-            steps = (
-                one_replica_at_a_time_steps(partition.replicas, target)
-                if self.options.one_replica_at_a_time else [target]
-            )
-            tasks.append(ExecutionTask(
-                tp, partition.replicas, target, size_bytes=partition.size_bytes,
-                under_replicated=partition.is_under_replicated, steps=steps or [target],
-            ))
-        to_move = [t for t in tasks if not t.done]
-        if to_move:
-            self._check_can_start(cluster, to_move)
-        if skipped and self.options.on_drift == "abort":
-            raise ValidationError(
-                f"{len(skipped)} partitions changed since the plan was computed "
-                f"({skipped[0].tp}: {skipped[0].reason}); plan again, or skip them (--on-drift skip)"
-            )
-        state = st.ExecutionState(
-            plan=self.plan,
-            base={tp: base[tp] for tp in self.plan.replicas},
-            tasks=order_tasks(tasks, self.options.strategy),
-            options=options_dict(self.options),
-            started_at=now,
-            updated_at=now,
-            skipped=skipped,
-        )
-        for s in skipped:
+        state = new_execution(self.plan, self.base, self.options, cluster, self.clock())
+        if any(not t.done for t in state.tasks):
+            check_can_start(cluster, self.backend.list_reassignments(), state.tasks, self.options)
+        for s in state.skipped:
             log.warning("skipping %s: %s", s.tp, s.reason)
         return state
-
-    def _check_can_start(self, cluster: ClusterModel, to_move: list[ExecutionTask]) -> None:
-        ongoing = self.backend.list_reassignments()
-        if ongoing:
-            raise ReassignmentInProgressError(
-                f"Cannot execute because there is an existing partition reassignment "
-                f"({len(ongoing)} partitions, e.g. {_examples(ongoing)}); wait for it or cancel it"
-            )
-        offline = sorted({b for t in to_move for b in t.target if not _alive(cluster, b)})
-        if offline:
-            raise BrokerNotAvailableError(
-                f"broker(s) {_ids(offline)} of the plan are offline: moves onto them cannot complete"
-            )
-        urp = [p.tp for p in cluster if p.is_under_replicated]
-        if urp and not self.options.allow_under_replicated:
-            raise ClusterStateError(
-                f"{len(urp)} partitions are under-replicated (e.g. {_examples(urp)}); fix the "
-                f"cluster first or allow it explicitly (--allow-under-replicated)"
-            )
 
     def _resume(self, state: st.ExecutionState, cluster: ClusterModel, restart: bool) -> None:
         """Reconcile a persisted execution with the cluster after a crash, pause or failure.
@@ -268,76 +214,13 @@ class Executor:
         ``restart``: a new run of an unfinished execution (execute again): a pause ends and
         its cancelled moves start afresh. Otherwise the interrupted run just continues.
         """
-        rt = state.runtime
-        ongoing = self.backend.list_reassignments()
-        ours = {t.tp for t in state.tasks if t.state in (TaskState.IN_PROGRESS, TaskState.ABORTING)}
-        foreign = [tp for tp in ongoing if tp not in ours]
-        if foreign:
-            raise ReassignmentInProgressError(
-                f"Cannot resume because another partition reassignment is running "
-                f"({len(foreign)} partitions, e.g. {_examples(foreign)})"
-            )
-        # The recorded throttles may or may not be on the cluster: mark every value unknown so
-        # the first sync sets what is wanted and deletes the rest.
-        rt.applied = ThrottleConfig(
-            {t: {k: "" for k in c} for t, c in state.throttles.topics.items()},
-            {b: {k: "" for k in c} for b, c in state.throttles.brokers.items()},
-        )
-        rt.applied_known = True
-        rt.in_step = False
-        rt.cancel_failures = 0
-        now = self.clock()
-        cancelled = {t.tp: None for t in state.tasks if t.state is TaskState.ABORTING and t.tp in ongoing}
-        if cancelled:
-            self.backend.alter_reassignments(cancelled)  # the cancel may not have been sent
-        for task in state.tasks:
-            if task.state is not TaskState.IN_PROGRESS:
-                continue
-            current = cluster.partitions[task.tp].replicas
-            if task.tp in ongoing:
-                state.submitted.add(task.tp)
-            elif current == task.step_target:
-                state.submitted.add(task.tp)  # finished while we were away: observed next poll
-            elif current == task.step_source:
-                state.submitted.discard(task.tp)  # never reached the cluster: send it again
-            else:
-                task.transition(TaskState.DEAD, now)
-                task.error = "replicas changed outside kafka-ops: " + _drift_reason(task.step_source, current)
+        cancels = reconcile(state, cluster, self.backend.list_reassignments(), self.clock())
+        if cancels:
+            self.backend.alter_reassignments(cancels)  # the cancel may not have been sent
         if self._cancel.is_set():
             state.status = st.CANCELLING
-        if not restart:
-            return  # the same run continues where its last step was cut short
-        if state.status == st.PAUSED:
-            self._restart_paused(state, cluster)
-        if state.status != st.CANCELLING:
-            remaining = {b for t in state.tasks if not t.done for b in t.target}
-            offline = sorted(b for b in remaining if not _alive(cluster, b))
-            if offline:
-                raise BrokerNotAvailableError(
-                    f"broker(s) {_ids(offline)} are still offline: start them before resuming"
-                )
-            state.status = st.RUNNING
-        rt.paused_at = None
-        rt.dead_brokers = set()
-        state.message = ""
-
-    def _restart_paused(self, state: st.ExecutionState, cluster: ClusterModel) -> None:
-        """Moves a pause cancelled become fresh tasks from where their partition is now."""
-        tasks = []
-        for task in state.tasks:
-            if task.state is not TaskState.ABORTED:
-                tasks.append(task)
-                continue
-            current = cluster.partitions[task.tp].replicas
-            steps = (
-                one_replica_at_a_time_steps(current, task.target)
-                if self.options.one_replica_at_a_time else [task.target]
-            )
-            tasks.append(ExecutionTask(
-                task.tp, current, task.target, size_bytes=task.size_bytes,
-                under_replicated=task.under_replicated, steps=steps or [task.target],
-            ))
-        state.tasks = tasks
+        if restart:
+            restart_run(state, cluster, self.options)
 
     # -- the loop -----------------------------------------------------------------------------
     def _poll(self, state: st.ExecutionState) -> bool:
@@ -513,7 +396,7 @@ class Executor:
         drifted = [t for t in pending if cluster.partitions[t.tp].replicas != t.source]
         if not drifted:
             return pending
-        reasons = [st.SkippedPartition(t.tp, _drift_reason(t.source, cluster.partitions[t.tp].replicas))
+        reasons = [st.SkippedPartition(t.tp, drift_reason(t.source, cluster.partitions[t.tp].replicas))
                    for t in drifted]
         if self.options.on_drift == "abort":
             raise ValidationError(
@@ -589,7 +472,7 @@ class Executor:
         state.runtime.paused_at = now
         state.status = st.PAUSED
         state.message = (
-            f"broker(s) {_ids(sorted(dead))} went offline: no new moves started; moves onto them "
+            f"broker(s) {ids(sorted(dead))} went offline: no new moves started; moves onto them "
             f"cancelled, the others drained. Start the broker(s) and run execute again to resume."
         )
         log.error("%s", state.message)
@@ -606,7 +489,7 @@ class Executor:
                 if leaders.misplaced:
                     state.message = (
                         f"{len(leaders.misplaced)} partitions are not led by their preferred replica "
-                        f"(e.g. {_examples(leaders.misplaced)})"
+                        f"(e.g. {examples(leaders.misplaced)})"
                     )
             dead = sum(t.state is TaskState.DEAD for t in state.tasks)
             state.status = st.COMPLETED if not dead else st.FAILED
@@ -620,7 +503,7 @@ class Executor:
         state.throttles = rt.applied
         if rt.applied.brokers:
             state.message += (
-                f" Throttle rates on offline broker(s) {_ids(sorted(rt.applied.brokers))} could not "
+                f" Throttle rates on offline broker(s) {ids(sorted(rt.applied.brokers))} could not "
                 f"be removed: run 'kafka-ops verify' once they are back."
             )
         ours = [t.tp for t in state.tasks]
@@ -713,12 +596,6 @@ class Executor:
             self.on_progress(execution_progress(state, cluster, now, in_flight, phase, self.options.stall_timeout))
 
 
-def _alive(cluster: ClusterModel, broker_id: int) -> bool:
-    """ZooKeeper forgets a dead broker that holds no replica: unknown counts as offline."""
-    broker = cluster.brokers.get(broker_id)
-    return broker is not None and broker.alive
-
-
 def _pending(state: st.ExecutionState) -> list[ExecutionTask]:
     return [t for t in state.tasks if t.state is TaskState.PENDING]
 
@@ -728,16 +605,3 @@ def _union(a: ThrottleConfig, b: ThrottleConfig) -> ThrottleConfig:
     topics = {t: {**a.topics.get(t, {}), **b.topics.get(t, {})} for t in {*a.topics, *b.topics}}
     brokers = {x: {**a.brokers.get(x, {}), **b.brokers.get(x, {})} for x in {*a.brokers, *b.brokers}}
     return ThrottleConfig(topics, brokers)
-
-
-def _drift_reason(expected: tuple[int, ...], current: tuple[int, ...]) -> str:
-    return f"replicas are {list(current)}, the plan expected {list(expected)}"
-
-
-def _examples(tps) -> str:
-    items = sorted(tps)[:3]
-    return ", ".join(str(tp) for tp in items) + (", ..." if len(tps) > 3 else "")
-
-
-def _ids(ids) -> str:
-    return ",".join(map(str, ids))
