@@ -184,8 +184,8 @@ def step_execution(
 ) -> ExecutionStatus:
     """One poll of the execution recorded in ``store``, from any process."""
     store = open_store(store)
-    executor = Executor.from_store(backend, store, clock=clock, on_progress=on_progress)
-    with store.lock():
+    with store.lock():  # read the state only once no other step can be changing it
+        executor = Executor.from_store(backend, store, clock=clock, on_progress=on_progress)
         executor.step()
     return _status(executor, store)
 
