@@ -156,9 +156,10 @@ def apply_throttle_changes(backend: ClusterBackend, changes: ThrottleChanges) ->
     """
     offline: set[int] = set()
 
-    def alter_broker(broker: int, **kwargs: object) -> None:
+    def alter_broker(broker: int, set_configs: Mapping[str, str] | None = None,
+                     delete_configs: Iterable[str] = ()) -> None:
         try:
-            backend.alter_configs(ConfigResource.broker(broker), **kwargs)
+            backend.alter_configs(ConfigResource.broker(broker), set_configs, delete_configs)
         except BrokerNotAvailableError:
             offline.add(broker)
 

@@ -3,6 +3,11 @@
 Modelled on kazoo's harness: the server is started lazily, once, on 127.0.0.1 and a free port;
 each test gets its own chroot so nothing needs cleaning between tests. When a test fails, the
 server's log is attached to the report.
+
+Markers are applied here, not in every file: ``zookeeper`` to every test that uses the
+ZooKeeper server (through any fixture), ``slow`` to every test under tests/integration (they
+start servers: ZooKeeper, the emulator's listeners, moto) and to the unit tests listed in
+``SLOW_TESTS`` (more than a few seconds each). ``pytest -m "not slow"`` is the inner loop.
 """
 
 from __future__ import annotations
@@ -14,6 +19,27 @@ import pytest
 from kazoo.client import KazooClient
 
 from kafka_ops.testing.zookeeper import ZooKeeperServer
+
+SLOW_DIRS = ("tests/integration/",)
+#: Unit tests that take more than a few seconds (measured on the 2-core CI machine).
+SLOW_TESTS = {
+    "tests/unit/test_cli_pools_plan.py::test_demo_script_writes_plan_and_rollback",
+    "tests/unit/test_cli_pools_plan.py::test_console_script_exit_code",
+    "tests/unit/test_charts.py::test_chart_is_a_png_covering_every_broker",
+    "tests/unit/test_planner_cli.py::test_chart_draws_the_load_before_and_after",
+    "tests/unit/test_cli_assign.py::test_console_script_prints_the_seed_000_table",
+    "tests/unit/test_cli_assign.py::test_console_script_reports_a_validation_error_on_stderr",
+    "tests/unit/test_executor_steps.py::test_interrupted_run_resumed_elsewhere_ends_like_an_uninterrupted_one",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if "zookeeper_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.zookeeper)
+        path = item.nodeid.split("::")[0]
+        if path.startswith(SLOW_DIRS) or item.nodeid.split("[")[0] in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

@@ -57,7 +57,7 @@ from kafka_ops.errors import (
     ReassignmentInProgressError,
     ValidationError,
 )
-from kafka_ops.model import Broker, ClusterModel, Partition, TopicPartition
+from kafka_ops.model import NO_LEADER, Broker, ClusterModel, Partition, TopicPartition
 
 _LIBRDKAFKA_LOG = logging.getLogger(f"{__name__}.librdkafka")
 _LIBRDKAFKA_LOG.addFilter(RedactingFilter())
@@ -169,6 +169,38 @@ class AdminApiBackend:
         dead = {r for p in partitions for r in p.replicas} - set(live)
         brokers.extend(Broker(id=b, alive=False) for b in sorted(dead))
         return ClusterModel(brokers, partitions, self._topic_configs(sorted(metadata.topics)))
+
+    def describe_partitions(self, partitions: Iterable[TopicPartition]) -> ClusterModel:
+        """Live brokers and the given partitions only: their topics in one DescribeTopics
+        request, log-dir sizes of just these replicas. Unknown topics are left out."""
+        wanted = set(partitions)
+        live = self._live_brokers()
+        topics = sorted({tp.topic for tp in wanted})
+        found = []
+        if topics:
+            futures = self._call("describe topics", lambda: self._admin.describe_topics(
+                TopicCollection(topics), request_timeout=self._timeout))
+            for name, future in futures.items():
+                try:
+                    description = future.result(self._timeout)
+                except KafkaException as exc:
+                    if _error_name(exc) in ("UNKNOWN_TOPIC_OR_PARTITION", "UNKNOWN_TOPIC_OR_PART"):
+                        continue  # deleted or never existed: left out, as the interface says
+                    raise _backend_error("describe topics", exc) from None
+                except concurrent.futures.TimeoutError:
+                    raise BackendError(f"describe topics: no answer within {self._timeout:g}s") from None
+                found.extend(
+                    Partition(topic=name, partition=p.id, replicas=tuple(n.id for n in p.replicas),
+                              leader=p.leader.id if p.leader is not None else NO_LEADER,
+                              isr=tuple(n.id for n in p.isr))
+                    for p in description.partitions if TopicPartition(name, p.id) in wanted
+                )
+        sizes = self._partition_sizes(found, live)
+        found = [_with_size(p, sizes.get(p.tp, {})) for p in found]
+        brokers = list(live.values())
+        dead = {r for p in found for r in p.replicas} - set(live)
+        brokers.extend(Broker(id=b, alive=False) for b in sorted(dead))
+        return ClusterModel(brokers, found)
 
     def _topic_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
         """Dynamic overrides of every topic, in one DescribeConfigs request."""

@@ -56,7 +56,7 @@ def one_replica_at_a_time_steps(
     adds = [b for b in target if b not in source]
     removes = [b for b in source if b not in target]
     steps: list[tuple[int, ...]] = []
-    for added, removed in zip(adds, removes):
+    for added, removed in zip(adds, removes, strict=False):  # RF changes: unequal lengths
         current[current.index(removed)] = added
         steps.append(tuple(current))
     for added in adds[len(removes):]:

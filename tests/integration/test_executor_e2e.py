@@ -7,9 +7,8 @@ time moves only when the executor sleeps, so a multi-batch plan takes seconds.
 
 from __future__ import annotations
 
-import re
-
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,7 +19,11 @@ from pathlib import Path
 import pytest
 
 from kafka_ops.backends.base import ConfigResource
-from kafka_ops.errors import BrokerNotAvailableError, ReassignmentInProgressError, ValidationError
+from kafka_ops.errors import (
+    BrokerNotAvailableError,
+    ReassignmentInProgressError,
+    ValidationError,
+)
 from kafka_ops.executor import ExecutionLimits, ExecutionOptions, Executor, StateStore
 from kafka_ops.executor.state import RUNNING
 from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition
