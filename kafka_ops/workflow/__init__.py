@@ -9,7 +9,8 @@ Airflow operators, the CLI and the Spark jobs call these; every record has ``to_
    (``content_hash``: re-checked by step 4; ``PlanChangedError`` when plan or base changed)
 4. ``start_execution(backend, plan, store, ExecutionRequest(...), approved_hash=...)``,
    then ``step_execution(backend, store)`` once per poll, from any worker -> ``ExecutionStatus``
-5. ``execution_progress(store)`` (no cluster access) -> ``ExecutionStatus``
+5. ``execution_progress(store)`` (no cluster access) -> ``ExecutionStatus``;
+   ``step_due(backend, store)`` (O(moves in flight)) -> ``StepCheck``: a trigger's poll
 6. ``request_cancel(store)`` / ``cancel_execution(store, connect)`` -> ``CancelResult``
 7. ``verify_and_clear_throttles(backend, plan)`` -> ``VerifyResult``
 8. ``elect_leaders(backend, plan)`` -> ``LeaderResult``
@@ -30,6 +31,7 @@ from kafka_ops.workflow.execution import (
     ExecutionRequest,
     ExecutionStatus,
     FinalReport,
+    StepCheck,
     cancel_execution,
     execution_progress,
     final_report,
@@ -39,6 +41,7 @@ from kafka_ops.workflow.execution import (
     run_execution,
     start_execution,
     state_dict,
+    step_due,
     step_execution,
 )
 from kafka_ops.workflow.files import read_base, rollback_path, write_plan_pair
@@ -61,6 +64,7 @@ __all__ = [
     "PlanProposal",
     "PlanRequest",
     "Record",
+    "StepCheck",
     "VerifyResult",
     "approval_digest",
     "cancel_execution",
@@ -81,6 +85,7 @@ __all__ = [
     "run_execution",
     "start_execution",
     "state_dict",
+    "step_due",
     "step_execution",
     "verify_and_clear_throttles",
     "write_plan_pair",

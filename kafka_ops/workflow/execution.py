@@ -218,6 +218,38 @@ def execution_progress(store: str | Path | StateStore) -> ExecutionStatus:
     return _status(executor, store)
 
 
+@dataclass(frozen=True)
+class StepCheck(Record):
+    """Whether a step is worth running now (a trigger's cheap poll between steps)."""
+
+    step_due: bool
+    reason: str
+    in_flight: int
+    ended: list[str]  # moves in flight that Kafka no longer lists as reassigning
+
+
+def step_due(backend: ClusterBackend, store: str | Path | StateStore) -> StepCheck:
+    """A step is due when a move in flight stopped reassigning (finished or reverted), when
+    nothing is in flight (the next moves can start), or on a cancel request. Reads the store
+    and Kafka's reassignments of the moves in flight only: O(moves in flight)."""
+    store = open_store(store)
+    state = _load(store)
+    if state.finished or state.runtime.report is not None:
+        return StepCheck(True, f"the execution is {state.status}", 0, [])
+    in_flight = [t.tp for t in state.tasks if t.state in (TaskState.IN_PROGRESS, TaskState.ABORTING)]
+    ongoing = backend.list_reassignments(in_flight) if in_flight else {}
+    ended = sorted(str(tp) for tp in in_flight if tp not in ongoing)
+    if store.cancel_requested():
+        reason = "cancel requested"
+    elif ended:
+        reason = f"{len(ended)} moves ended (e.g. {ended[0]})"
+    elif not in_flight:
+        reason = "nothing in flight"
+    else:
+        reason = ""
+    return StepCheck(bool(reason), reason, len(in_flight), ended)
+
+
 def request_cancel(store: str | Path | StateStore) -> None:
     """Ask the execution to cancel: the next step (in whatever process) reverts moves in flight."""
     store = open_store(store)

@@ -246,3 +246,25 @@ def test_plan_step_takes_loads_from_a_load_source(tmp_path) -> None:
     after_plan = {**model.assignment, **laid.reassignment().replicas}
     after = {b: sum(10**9 for p in range(0, 4, 2) if b in after_plan[TP("t", p)]) for b in (1, 2, 3, 4)}
     assert max(after.values()) < max(before.values())
+
+
+def test_step_due_reads_only_the_moves_in_flight(backend, clock, tmp_path) -> None:
+    """A trigger's poll: due when a move ended or on a cancel request, else not; it reads the
+    reassignments of the moves in flight only and never a partition."""
+    plan = ReassignmentPlan.from_assignment({TP("orders", 0): (3, 4), TP("orders", 1): (1, 4)})
+    wf.start_execution(backend, plan, tmp_path, {"throttle": 200, "max_incoming": 1, "poll_interval": 1},
+                       clock=clock.now)
+    assert wf.step_due(backend, tmp_path).reason == "nothing in flight"
+    wf.step_execution(backend, tmp_path, clock=clock.now)
+    read = backend.partitions_read
+    check = xcom(wf.step_due(backend, tmp_path))
+    assert (check.step_due, check.in_flight, check.ended) == (False, 1, [])
+    for _ in range(100):  # replication runs on; the executor does not step meanwhile
+        clock.advance(1)
+        check = wf.step_due(backend, tmp_path)
+        if check.step_due:
+            break
+    assert check.ended == ["orders-0"] and "1 moves ended" in check.reason
+    assert backend.partitions_read == read
+    wf.request_cancel(tmp_path)
+    assert wf.step_due(backend, tmp_path).reason == "cancel requested"
