@@ -55,4 +55,4 @@ def read_base(plan_path: str | Path, base_path: str | Path | None = None
         if base_path:
             raise ValidationError(f"base file {path} does not exist")
         return None
-    return ReassignmentPlan.read(path).replicas
+    return ReassignmentPlan.read_base(path).replicas

@@ -460,7 +460,7 @@ def test_an_unexpected_failure_is_one_line_and_a_crash_log(
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a planner bug")
 
-    monkeypatch.setattr(plan_goals, "plan_rebalance", broken)
+    monkeypatch.setattr(plan_goals, "plan_cluster", broken)
     code, out, err = run_cli(["plan", "rebalance", "--cluster", files.path("snapshot")])
     assert code == 70 and out == "" and err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith("error: unexpected ZeroDivisionError: a planner bug")
