@@ -37,6 +37,35 @@ def check_hard_goals(run: Run, goals: Iterable[HardGoal] = HARD_GOALS) -> None:
             raise ValidationError(f"hard goal {goal.name} cannot be satisfied: {problems[0]}{more}")
 
 
+def check_room(run: Run, fixing: Iterable[HardGoal]) -> None:
+    """Fail before planning when a hard goal is impossible, naming the partition and the gap.
+
+    A partition whose replica must leave a broker (dead, excluded, outside its pool) needs as
+    many live brokers in its pool as it has replicas; with fewer, no plan exists.
+    """
+    st = run.state
+    names = {g.name for g in fixing}
+    pools = "pool_membership" in names
+    if not names & {"broker_exclusions", "pool_membership"} or run.leadership_only:
+        return
+    live = [sum(1 for b in g.brokers if st.eligible[b]) for g in st.groups]
+    for p in range(st.np):
+        if not run.partition_movable[p]:
+            continue
+        g = st.group_of(p)
+        reps = st.replicas[p]
+        leaving = [b for b in reps if not st.eligible[b] or (pools and b not in st.in_group[g])]
+        if leaving and len(reps) > live[g]:
+            group = st.groups[g]
+            down = [st.broker_ids[b] for b in group.brokers if not st.eligible[b]]
+            raise ValidationError(
+                f"{'pool_membership' if pools and all(st.eligible[b] for b in leaving) else 'broker_exclusions'}: "
+                f"{st.tps[p]} has {len(reps)} replicas and its replica on broker "
+                f"{st.broker_ids[leaving[0]]} must move, but {group.name!r} has only {live[g]} "
+                f"live brokers to hold them (dead or excluded: {down or 'none'})"
+            )
+
+
 def optimize(
     state: WorkingState,
     options: PlannerOptions,
@@ -66,6 +95,7 @@ def optimize(
     run.vetoes = list(HARD_GOALS)
     if prepare is not None:
         prepare(run)
+    check_room(run, fixing)
     for goal in fixing:
         goal.optimize(run)
     check_hard_goals(run, fixing)
@@ -81,5 +111,10 @@ def optimize(
         GoalResult(g.name, g.hard, before[g.name], g.measure(run), g.name in worse)
         for g in (*HARD_GOALS, *goals)
     ]
+    if state.in_flight:
+        names = ", ".join(str(state.tps[p]) for p in state.in_flight[:5])
+        more = f" and {len(state.in_flight) - 5} more" if len(state.in_flight) > 5 else ""
+        run.warnings.insert(0, f"{len(state.in_flight)} partition(s) with a reassignment in flight "
+                               f"left as they are (planned from their target replicas): {names}{more}")
     plan = ReassignmentPlan.from_assignment(state.changed())
-    return PlanResult(plan, summarize(mode, state, plan, results, run.capped))
+    return PlanResult(plan, summarize(mode, state, plan, results, run.capped, run.warnings))

@@ -90,6 +90,10 @@ class WorkingState:
         self.bytes_in: list[float] = []
         self.bytes_out: list[float] = []
         self.replicas: list[list[int]] = []
+        # Partitions with a reassignment in flight are planned from the replicas they will keep
+        # (Kafka's target replica set) and never moved: a second reassignment of the same
+        # partition would cancel the first one.
+        self.in_flight: list[int] = []
         for p in cluster.partitions.values():
             if p.topic not in topic_ids:
                 topic_ids[p.topic] = len(self.topics)
@@ -102,7 +106,11 @@ class WorkingState:
                 raise ValidationError(f"{p.tp} lists a broker twice in its replicas {list(p.replicas)}")
             if not p.replicas:
                 raise ValidationError(f"{p.tp} has no replicas")
-            self.replicas.append([index[r] for r in p.replicas])
+            replicas = p.replicas
+            if p.reassignment_in_progress:
+                self.in_flight.append(len(self.replicas))
+                replicas = p.target_replicas or p.replicas
+            self.replicas.append([index[r] for r in replicas])
         self.original: list[tuple[int, ...]] = [tuple(r) for r in self.replicas]
         self.np = len(self.replicas)
         self.topic_id = topic_ids
@@ -197,8 +205,9 @@ class WorkingState:
         if slot == 0:
             self._shift_leader(p, src, dst)
         reps[slot] = dst
-        self.moves += 1
-        self.moved_bytes += size
+        if src in self.original[p]:  # else the replica moved earlier: one copy, retargeted
+            self.moves += 1
+            self.moved_bytes += size
 
     def make_leader(self, p: int, b: int, undo: bool = False) -> None:
         """Put b first in p's replica list (the preferred leader), swapping with the old first.
