@@ -125,8 +125,9 @@ class Run:
     def can_move(self, p: int, src: int, dst: int, retarget: bool = False) -> bool:
         """Mode rules plus every vetoing goal, without touching caps.
 
-        ``retarget`` lets a replica that already moved in this plan move on (hard-goal repair
-        only): the plan still copies it once, to its final broker.
+        ``retarget`` (hard-goal repair only) lets a replica that already moved in this plan move
+        on, or back to a broker the partition started on: the plan still copies each replica
+        at most once, to its final broker. Soft goals never do either (no churn).
         """
         if not self.mode_allows(p, src, dst, retarget):
             return False
@@ -143,13 +144,12 @@ class Run:
             not self.leadership_only
             and self.partition_movable[p]
             and self.dst_ok[dst]
-            and (retarget or st.movable(p, src))
-            and dst not in st.original[p]
+            and (retarget or (st.movable(p, src) and dst not in st.original[p]))
         )
 
     def try_move(self, p: int, src: int, dst: int, retarget: bool = False) -> bool:
         st = self.state
-        first = st.movable(p, src)  # a retargeted replica costs nothing more
+        first = dst not in st.original[p] and st.movable(p, src)  # else no new copy
         if not self.can_move(p, src, dst, retarget) or (
                 first and not self.room_for_move(st.size[p])):
             return False

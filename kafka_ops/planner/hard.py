@@ -8,7 +8,7 @@ own optimisation, planning stops with a ValidationError naming the goal and the 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kafka_ops.errors import ValidationError
 from kafka_ops.model import BrokerCapacity
@@ -52,17 +52,53 @@ def relocate(run: Run, goal: HardGoal, p: int, src: int, required: bool = True) 
     per_rack = Counter(st.rack[b] for b in st.replicas[p] if b != src)
     best = None
     for b in group.brokers:
-        if run.can_move(p, src, b):
+        if run.can_move(p, src, b, retarget=True):
             key = (per_rack[st.rack[b]] >= limit, st.count[b], st.disk[b], b)
             if best is None or key < best:
                 best = key
-    if best is not None and run.try_move(p, src, best[3]):
+    if best is not None and run.try_move(p, src, best[3], retarget=True):
+        return True
+    if make_room_and_move(run, p, src, lambda b: per_rack[st.rack[b]] < limit
+                          or st.rack[b] == st.rack[src], retarget=True):
         return True
     if required:
         raise ValidationError(
             f"{goal.name}: no broker can take the replica of {st.tps[p]} on broker "
             f"{st.broker_ids[src]}{why_no_broker(run, p, src)}"
         )
+    return False
+
+
+def make_room_and_move(run: Run, p: int, src: int, fits: Callable[[int], bool],
+                       retarget: bool = False) -> bool:
+    """Move p's replica off src to a broker that is full, after moving something off that broker.
+
+    Used when capacity (disk, network, replica limit) alone rejects every broker the other
+    rules allow: an ejection chain of two moves. ``fits`` says which brokers the caller's rule
+    (rack room) allows. Rare, so it scans.
+    """
+    st = run.state
+    capacity = next((g for g in run.vetoes if g.name == "capacity"), None)
+    if capacity is None:
+        return False
+    others = [g for g in run.vetoes if g is not capacity]
+    group = st.groups[st.group_of(p)]
+    full = [b for b in group.brokers
+            if fits(b) and run.mode_allows(p, src, b, retarget)
+            and all(g.accepts(run, ((p, src, b),)) for g in others)]
+    for b in sorted(full, key=lambda b: (st.count[b], b)):
+        for q in range(st.np):
+            if q == p or b not in st.replicas[q] or not run.partition_movable[q]:
+                continue
+            for c in st.groups[st.group_of(q)].brokers:
+                if c == src or not run.can_move(q, b, c):
+                    continue
+                if not run.try_move(q, b, c):
+                    break
+                if run.try_move(p, src, b, retarget):
+                    return True
+                st.undo_move(q, b, c)
+                break
     return False
 
 
@@ -258,6 +294,11 @@ class RackAwarenessGoal(HardGoal):
                         best = key
             if best is not None and run.try_move(p, src, best[2], retarget=True):
                 return
+        for src in srcs:
+            rack = st.rack[src]
+            if make_room_and_move(run, p, src, lambda b: st.rack[b] != rack
+                                  and per_rack[st.rack[b]] < limit, retarget=True):
+                return
         src = srcs[0]
         racks = {st.rack[b] for b in group.brokers if st.eligible[b]}
         room = [r for r in racks if per_rack[r] < limit]
@@ -306,7 +347,7 @@ class CapacityGoal(HardGoal):
 
     name = "capacity"
 
-    def _limits(self, run: Run, b: int) -> tuple[float, float, float, float]:
+    def limits(self, run: Run, b: int) -> tuple[float, float, float, float]:
         """(disk, network in, network out, replicas) limits of broker b, computed once per run."""
         key = ("capacity_limits", 0)
         if key not in run.memo:
@@ -331,20 +372,20 @@ class CapacityGoal(HardGoal):
     def _loads(self, st: WorkingState, b: int) -> tuple[float, float, float, float]:
         return (st.disk[b], st.net_in[b], st.net_out[b], st.count[b])
 
-    def _over(self, run: Run, b: int) -> list[int]:
-        return [i for i, (v, lim) in enumerate(zip(self._loads(run.state, b), self._limits(run, b)))
+    def over(self, run: Run, b: int) -> list[int]:
+        return [i for i, (v, lim) in enumerate(zip(self._loads(run.state, b), self.limits(run, b)))
                 if v > lim]
 
     def optimize(self, run: Run) -> None:
         st = run.state
-        over = [b for b in range(st.nb) if st.eligible[b] and self._over(run, b)]
+        over = [b for b in range(st.nb) if st.eligible[b] and self.over(run, b)]
         if not over:
             return
         on = run.movable_replicas()
         for b in over:
             # Largest first: fewest moves to get under the limit.
             for p in sorted(on[b], key=lambda p: (-st.size[p], p)):
-                excess = self._over(run, b)
+                excess = self.over(run, b)
                 if not excess:
                     break
                 if excess == [2] and st.replicas[p][0] != b:
@@ -355,7 +396,7 @@ class CapacityGoal(HardGoal):
         st = run.state
         if len(moves) == 1:  # the common case, kept cheap
             p, src, dst = moves[0]
-            disk, net_in, net_out, count = self._limits(run, dst)
+            disk, net_in, net_out, count = self.limits(run, dst)
             return (st.disk[dst] + st.size[p] <= disk and st.net_in[dst] + st.bytes_in[p] <= net_in
                     and st.count[dst] < count
                     and (st.replicas[p][0] != src or st.net_out[dst] + st.leader_out(p) <= net_out))
@@ -368,21 +409,31 @@ class CapacityGoal(HardGoal):
                 for i in range(4):
                     acc[i] += sign * d[i]
         for b, d in delta.items():
-            for v, dv, lim in zip(self._loads(st, b), d, self._limits(run, b)):
+            for v, dv, lim in zip(self._loads(st, b), d, self.limits(run, b)):
                 if dv > 0 and v + dv > lim:
                     return False
         return True
 
     def accepts_leadership(self, run: Run, p: int, old: int, new: int) -> bool:
         st = run.state
-        return st.net_out[new] + st.leader_out(p) <= self._limits(run, new)[2]
+        return st.net_out[new] + st.leader_out(p) <= self.limits(run, new)[2]
 
     def violations(self, run: Run) -> list[str]:
         st = run.state
         names = ("disk", "network in", "network out", "replica count")
-        over = [b for b in range(st.nb) if st.eligible[b] and self._over(run, b)]
+        key = ("capacity_start", 0)
+        if key not in run.memo:  # loads before the plan (the first measure is taken then)
+            run.memo[key] = [self._loads(st, b) for b in range(st.nb)]
+        start = run.memo[key]
+        over = [b for b in range(st.nb) if st.eligible[b] and self.over(run, b)]
         if not over:
             return []
         on = run.movable_replicas()
-        return [f"broker {st.broker_ids[b]} is above its {names[i]} limit"
-                for b in over if on[b] for i in self._over(run, b)]
+        out = []
+        for b in over:
+            first = start[b]
+            # Over the limit is a violation if the plan could move something off the broker,
+            # or if the plan itself put more there.
+            out.extend(f"broker {st.broker_ids[b]} is above its {names[i]} limit"
+                       for i in self.over(run, b) if on[b] or self._loads(st, b)[i] > first[i])
+        return out

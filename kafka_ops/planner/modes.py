@@ -192,7 +192,7 @@ def _add_replica(run: Run, p: int) -> None:
     best = None
     for b in st.groups[st.group_of(p)].brokers:
         if (st.eligible[b] and b not in st.replicas[p] and per_rack[st.rack[b]] < limit
-                and st.disk[b] + st.size[p] <= capacity._limits(run, b)[0]):
+                and st.disk[b] + st.size[p] <= capacity.limits(run, b)[0]):
             key = (st.count[b], st.disk[b], b)
             best = key if best is None or key < best else best
     if best is None:

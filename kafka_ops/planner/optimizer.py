@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from kafka_ops.errors import ValidationError
 from kafka_ops.plan import ReassignmentPlan
 from kafka_ops.planner.context import PlannerOptions, Run
+from kafka_ops.planner.exact import solve_hard_goals
 from kafka_ops.planner.goals import HARD_GOALS, SoftGoal, soft_goals
-from kafka_ops.planner.hard import HardGoal
+from kafka_ops.planner.hard import CapacityGoal, HardGoal
 from kafka_ops.planner.state import WorkingState
 from kafka_ops.planner.summary import GoalResult, PlanSummary, summarize
 
@@ -66,6 +67,31 @@ def check_room(run: Run, fixing: Iterable[HardGoal]) -> None:
             )
 
 
+def _exact_repair(run: Run, fixing: list[HardGoal], greedy: ValidationError) -> None:
+    """Exact placement, then the greedy capacity goal; brokers it leaves over a disk or network
+    limit are kept empty in the next try, every broker with such a limit in the last."""
+    capacity = next(g for g in HARD_GOALS if isinstance(g, CapacityGoal))
+    st = run.state
+    avoid: frozenset[int] = frozenset()
+    limited = frozenset(b for b in range(st.nb) if any(
+        lim != float("inf") for lim in capacity.limits(run, b)[:3]))
+    for attempt in range(4):
+        try:
+            solve_hard_goals(run, avoid)
+        except ValidationError:
+            if attempt == 0:
+                raise  # exact: the replica limit, racks and pools leave no placement
+            break
+        capacity.optimize(run)
+        try:
+            check_hard_goals(run, fixing)
+            return
+        except ValidationError:
+            over = frozenset(b for b in range(st.nb) if capacity.over(run, b))
+            avoid = avoid | over if not over <= avoid else limited
+    raise greedy from None
+
+
 def optimize(
     state: WorkingState,
     options: PlannerOptions,
@@ -96,9 +122,21 @@ def optimize(
     if prepare is not None:
         prepare(run)
     check_room(run, fixing)
-    for goal in fixing:
-        goal.optimize(run)
-    check_hard_goals(run, fixing)
+    try:
+        for goal in fixing:
+            goal.optimize(run)
+        check_hard_goals(run, fixing)
+    except ValidationError as greedy:
+        if fix is not None or prepare is not None:
+            raise  # repair modes move only what they were asked to: no global re-placement
+        # The greedy repair found no way out; an exact placement either finds one or proves
+        # (and says) that none exists. Disk and network capacity stay greedy: if they still
+        # fail, the greedy error names the partition and the rules better.
+        _exact_repair(run, fixing, greedy)
+        o = run.options
+        if ((o.max_moves is not None and state.moves > o.max_moves)
+                or (o.max_bytes is not None and state.moved_bytes > o.max_bytes)):
+            raise greedy from None  # the caps leave too little room: the greedy error says where
     worse: list[str] = []
     for goal in goals:
         start = goal.imbalance(run)

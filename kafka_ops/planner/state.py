@@ -125,7 +125,12 @@ class WorkingState:
             self.groups = [Group("cluster", all_brokers)]
             self.group_of_topic = [0] * len(self.topics)
         else:
-            pools.validate(self.cluster)
+            if self.in_flight:  # the partitions this plan may move, not those in flight
+                flying = {self.tps[p] for p in self.in_flight}
+                planned = [pt for pt in self.cluster if pt.tp not in flying]
+                pools.validate(ClusterModel(self.cluster.brokers.values(), planned))
+            else:
+                pools.validate(self.cluster)
             names = sorted(pools.pools)
             self.groups = [
                 Group(n, tuple(sorted(self.index[b] for b in pools.pools[n].brokers))) for n in names
@@ -183,6 +188,11 @@ class WorkingState:
         """The per-broker list for a resource name of RESOURCES (live, not a copy)."""
         return getattr(self, RESOURCES[resource])
 
+    def reset(self) -> None:
+        """Back to the original assignment (a repair that starts over)."""
+        self.replicas = [list(r) for r in self.original]
+        self._build_loads()
+
     # -- actions -------------------------------------------------------------------------
     def movable(self, p: int, b: int) -> bool:
         """A replica moves at most once: only replicas still on an original broker may move."""
@@ -205,9 +215,16 @@ class WorkingState:
         if slot == 0:
             self._shift_leader(p, src, dst)
         reps[slot] = dst
-        if src in self.original[p]:  # else the replica moved earlier: one copy, retargeted
-            self.moves += 1
-            self.moved_bytes += size
+        # The plan copies a replica once, to its final broker: count replicas on brokers the
+        # partition did not start on (a retarget moves the copy; a move back cancels it).
+        orig = self.original[p]
+        change = (dst not in orig) - (src not in orig)
+        self.moves += change
+        self.moved_bytes += change * size
+
+    def undo_move(self, p: int, src: int, dst: int) -> None:
+        """Take back move(p, src, dst) made a moment ago (a trial that did not work out)."""
+        self.move(p, dst, src)
 
     def make_leader(self, p: int, b: int, undo: bool = False) -> None:
         """Put b first in p's replica list (the preferred leader), swapping with the old first.
