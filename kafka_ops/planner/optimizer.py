@@ -8,6 +8,7 @@ the final assignment.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -114,6 +115,7 @@ def optimize(
     forbids replica moves altogether (demotion).
     """
     goals: list[SoftGoal] = soft_goals(options.goals) if soft else []
+    started = time.perf_counter()
     run = Run(state, options, movable, destinations, leadership_only)
     fixing = [g for g in HARD_GOALS if fix is None or g.name in fix]
     before = {g.name: g.measure(run) for g in (*HARD_GOALS, *goals)}
@@ -137,10 +139,13 @@ def optimize(
         if ((o.max_moves is not None and state.moves > o.max_moves)
                 or (o.max_bytes is not None and state.moved_bytes > o.max_bytes)):
             raise greedy from None  # the caps leave too little room: the greedy error says where
+    seconds = {"hard goals": time.perf_counter() - started}
     worse: list[str] = []
     for goal in goals:
+        t0 = time.perf_counter()
         start = goal.imbalance(run)
         goal.optimize(run)
+        seconds[goal.name] = time.perf_counter() - t0
         if goal.imbalance(run) > start + 1e-9:
             worse.append(goal.name)
         run.vetoes.append(goal)
@@ -155,4 +160,6 @@ def optimize(
         run.warnings.insert(0, f"{len(state.in_flight)} partition(s) with a reassignment in flight "
                                f"left as they are (planned from their target replicas): {names}{more}")
     plan = ReassignmentPlan.from_assignment(state.changed())
-    return PlanResult(plan, summarize(mode, state, plan, results, run.capped, run.warnings))
+    summary = summarize(mode, state, plan, results, run.capped, run.warnings)
+    summary.goal_seconds.update({k: round(v, 3) for k, v in seconds.items()})
+    return PlanResult(plan, summary)

@@ -54,6 +54,7 @@ class PlanSummary:
     broker_bytes_in: dict[int, int] = field(default_factory=dict)  # replica bytes each broker fetches
     broker_bytes_out: dict[int, int] = field(default_factory=dict)  # ... each current leader sends
     warnings: list[str] = field(default_factory=list)  # what the plan could not do, and why
+    goal_seconds: dict[str, float] = field(default_factory=dict, compare=False)  # time per goal
 
     def estimated_seconds(self, throttle_bytes_per_sec: float) -> float:
         busiest = max([*self.broker_bytes_in.values(), *self.broker_bytes_out.values(), 0])
