@@ -41,6 +41,11 @@ class GeneratorSpec:
     network_bytes_per_sec: float = 125 * MiB  # 1 Gbit/s each way
     disk_utilisation: float = 0.45  # replica bytes / disk capacity, cluster-wide
     non_preferred_leader_share: float = 0.03
+    # Operators' hand moves over the years: this share of partitions had a follower moved onto
+    # a broker of the leader's rack (crowding it; the rack has spare brokers elsewhere), mostly
+    # onto a few favourite brokers (skewing their load).
+    hand_moved_share: float = 0.0
+    dead_brokers: int = 0  # established brokers that died and still hold their replicas
 
 
 PRESETS: dict[str, GeneratorSpec] = {
@@ -59,6 +64,19 @@ PRESETS: dict[str, GeneratorSpec] = {
     "xl": GeneratorSpec(
         brokers=200, racks=10, partitions=130_000, replication_factors=((2, 0.92), (3, 0.08)),
         new_brokers=10,
+    ),
+    # The issue-9 shapes: grown clusters with hand-crowded racks and a dead broker.
+    "crowded-medium": GeneratorSpec(
+        brokers=24, racks=3, partitions=10_000, replication_factors=((3, 0.8), (2, 0.2)),
+        new_brokers=3, max_partitions_per_topic=128, hand_moved_share=0.05, dead_brokers=1,
+    ),
+    "crowded-xl": GeneratorSpec(
+        brokers=200, racks=10, partitions=130_000, replication_factors=((2, 0.92), (3, 0.08)),
+        new_brokers=10, hand_moved_share=0.03, dead_brokers=1,
+    ),
+    "xxl": GeneratorSpec(  # 270 brokers, ~1.3 million replicas
+        brokers=270, racks=9, partitions=600_000, replication_factors=((2, 0.8), (3, 0.2)),
+        new_brokers=15, max_partitions_per_topic=256, hand_moved_share=0.03,
     ),
 }
 
@@ -80,7 +98,7 @@ def _rack_names(n: int) -> list[str]:
 
 
 def generate_cluster(preset: str = "small", seed: int = 0, **overrides: object) -> ClusterModel:
-    """A cluster from a preset (small, medium, large, xl), with GeneratorSpec fields overridden."""
+    """A cluster from a preset (small, medium, large, xl, crowded-medium, crowded-xl, xxl), with GeneratorSpec fields overridden."""
     if preset not in PRESETS:
         raise ValidationError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
     try:
@@ -158,4 +176,36 @@ def generate_from_spec(spec: GeneratorSpec, seed: int = 0) -> ClusterModel:
                     bytes_out_per_sec=bytes_in * fanout,
                 )
             )
+    if spec.hand_moved_share or spec.dead_brokers:
+        partitions = _hand_moves(spec, brokers, partitions, established, rng)
     return ClusterModel(brokers, partitions)
+
+
+def _hand_moves(spec: GeneratorSpec, brokers: list[Broker], partitions: list[Partition],
+                established: int, rng: random.Random) -> list[Partition]:
+    """Followers moved by hand into the leader's rack; dead brokers (still holding replicas)."""
+    by_rack: dict[str | None, list[int]] = {}
+    for b in brokers[:established]:
+        by_rack.setdefault(b.rack, []).append(b.id)
+    # Operators favour a few brokers (the ones they know have room).
+    favourites = {r: rng.sample(ids, max(1, len(ids) // 4)) for r, ids in by_rack.items()}
+    out = []
+    for p in partitions:
+        if len(p.replicas) > 1 and rng.random() < spec.hand_moved_share:
+            rack = brokers[p.replicas[0]].rack
+            mates = [b for b in favourites[rack] if b not in p.replicas] or \
+                [b for b in by_rack[rack] if b not in p.replicas]
+            if mates:
+                replicas = (*p.replicas[:-1], rng.choice(mates))
+                p = replace(p, replicas=replicas, isr=replicas,
+                            leader=p.leader if p.leader in replicas else replicas[0])
+        out.append(p)
+    dead = set(rng.sample(range(established), spec.dead_brokers))
+    for i in dead:
+        brokers[i] = replace(brokers[i], alive=False)
+    if dead:
+        out = [replace(p, isr=tuple(b for b in p.isr if b not in dead),
+                       leader=p.leader if p.leader not in dead else next(
+                           (b for b in p.replicas if b not in dead), -1))
+               for p in out]
+    return out

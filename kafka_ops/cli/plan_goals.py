@@ -184,6 +184,6 @@ def _report(args: argparse.Namespace, cluster: ClusterModel, result: PlanResult)
         print(f"\nplan written to {written}; rollback to {rollback_path(written)}")
     if args.chart:
         print(f"broker load chart: {args.chart}")
-    else:
-        sys.stdout.write("\n" + plan.to_json())
+    elif len(plan) and not written:
+        sys.stdout.write("\n" + plan.to_json())  # no file to read it from: show the plan
     return 0

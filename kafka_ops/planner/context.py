@@ -58,6 +58,9 @@ class Run:
         self.leadership_only = leadership_only
         st = state
         self.partition_movable = [movable(p) if movable else True for p in range(st.np)]
+        for p in st.in_flight:
+            self.partition_movable[p] = False
+        self.warnings: list[str] = []  # what the summary must tell the operator
         allowed = set(destinations) if destinations is not None else None
         # The mode's destinations (add-brokers: only the new ones); goals veto the rest.
         self.dst_ok = [allowed is None or b in allowed for b in range(st.nb)]
@@ -119,9 +122,14 @@ class Run:
             self.capped.append(cap)
 
     # -- vetoed actions ------------------------------------------------------------------
-    def can_move(self, p: int, src: int, dst: int) -> bool:
-        """Mode rules plus every vetoing goal, without touching caps."""
-        if not self.mode_allows(p, src, dst):
+    def can_move(self, p: int, src: int, dst: int, retarget: bool = False) -> bool:
+        """Mode rules plus every vetoing goal, without touching caps.
+
+        ``retarget`` (hard-goal repair only) lets a replica that already moved in this plan move
+        on, or back to a broker the partition started on: the plan still copies each replica
+        at most once, to its final broker. Soft goals never do either (no churn).
+        """
+        if not self.mode_allows(p, src, dst, retarget):
             return False
         moves = ((p, src, dst),)
         for goal in self.vetoes:
@@ -129,19 +137,21 @@ class Run:
                 return False
         return True
 
-    def mode_allows(self, p: int, src: int, dst: int) -> bool:
+    def mode_allows(self, p: int, src: int, dst: int, retarget: bool = False) -> bool:
         # A replica moves once, and never to a broker the partition started on.
         st = self.state
         return (
             not self.leadership_only
             and self.partition_movable[p]
             and self.dst_ok[dst]
-            and st.movable(p, src)
-            and dst not in st.original[p]
+            and (retarget or (st.movable(p, src) and dst not in st.original[p]))
         )
 
-    def try_move(self, p: int, src: int, dst: int) -> bool:
-        if not self.can_move(p, src, dst) or not self.room_for_move(self.state.size[p]):
+    def try_move(self, p: int, src: int, dst: int, retarget: bool = False) -> bool:
+        st = self.state
+        first = dst not in st.original[p] and st.movable(p, src)  # else no new copy
+        if not self.can_move(p, src, dst, retarget) or (
+                first and not self.room_for_move(st.size[p])):
             return False
         self.state.move(p, src, dst)
         return True

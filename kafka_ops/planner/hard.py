@@ -8,7 +8,7 @@ own optimisation, planning stops with a ValidationError naming the goal and the 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kafka_ops.errors import ValidationError
 from kafka_ops.model import BrokerCapacity
@@ -41,18 +41,25 @@ class HardGoal:
 def relocate(run: Run, goal: HardGoal, p: int, src: int, required: bool = True) -> bool:
     """Move p's replica off src to the least loaded broker every veto accepts.
 
-    If no broker may take it: fail clearly when the move is required, else report False (the
-    caller has other replicas to try).
+    Brokers whose rack would stay within the rack limit come first, so that draining a broker
+    never leaves the rack goal a crowded rack to repair. If no broker may take the replica:
+    fail clearly when the move is required, else report False (the caller has other replicas
+    to try).
     """
     st = run.state
     group = st.groups[st.group_of(p)]
+    limit = rack_limit(run, p)
+    per_rack = Counter(st.rack[b] for b in st.replicas[p] if b != src)
     best = None
     for b in group.brokers:
-        if run.can_move(p, src, b):
-            key = (st.count[b], st.disk[b], b)
+        if run.can_move(p, src, b, retarget=True):
+            key = (per_rack[st.rack[b]] >= limit, st.count[b], st.disk[b], b)
             if best is None or key < best:
                 best = key
-    if best is not None and run.try_move(p, src, best[2]):
+    if best is not None and run.try_move(p, src, best[3], retarget=True):
+        return True
+    if make_room_and_move(run, p, src, lambda b: per_rack[st.rack[b]] < limit
+                          or st.rack[b] == st.rack[src], retarget=True):
         return True
     if required:
         raise ValidationError(
@@ -62,30 +69,90 @@ def relocate(run: Run, goal: HardGoal, p: int, src: int, required: bool = True) 
     return False
 
 
+def make_room_and_move(run: Run, p: int, src: int, fits: Callable[[int], bool],
+                       retarget: bool = False) -> bool:
+    """Move p's replica off src to a broker that is full, after moving something off that broker.
+
+    Used when capacity (disk, network, replica limit) alone rejects every broker the other
+    rules allow: an ejection chain of two moves. ``fits`` says which brokers the caller's rule
+    (rack room) allows. Rare, so it scans.
+    """
+    st = run.state
+    capacity = next((g for g in run.vetoes if g.name == "capacity"), None)
+    if capacity is None:
+        return False
+    others = [g for g in run.vetoes if g is not capacity]
+    group = st.groups[st.group_of(p)]
+    full = [b for b in group.brokers
+            if fits(b) and run.mode_allows(p, src, b, retarget)
+            and all(g.accepts(run, ((p, src, b),)) for g in others)]
+    for b in sorted(full, key=lambda b: (st.count[b], b)):
+        for q in range(st.np):
+            if q == p or b not in st.replicas[q] or not run.partition_movable[q]:
+                continue
+            for c in st.groups[st.group_of(q)].brokers:
+                if c == src or not run.can_move(q, b, c):
+                    continue
+                if not run.try_move(q, b, c):
+                    break
+                if run.try_move(p, src, b, retarget):
+                    return True
+                st.undo_move(q, b, c)
+                break
+    return False
+
+
+def rack_limit(run: Run, p: int, rf: int | None = None) -> int:
+    """Most replicas of p one rack may hold: the fewest that its pool's racks make possible.
+
+    That is ceil(RF / racks) when every rack has enough live brokers; with uneven racks (one
+    rack of a single broker, RF above the rack count) it is the smallest L for which the
+    racks can hold RF replicas with at most L each: sum over racks of min(L, live brokers).
+    A partition can always be placed within it when its pool has RF live brokers.
+    """
+    st = run.state
+    g = st.group_of(p)
+    rf = rf or len(st.replicas[p])
+    key = ("rack_limit", g * 65536 + rf)
+    if key not in run.memo:
+        sizes = Counter(st.rack[b] for b in st.groups[g].brokers if st.eligible[b]).values()
+        limit = 1
+        while limit < rf and sum(min(limit, n) for n in sizes) < rf:
+            limit += 1
+        run.memo[key] = limit
+    return run.memo[key]
+
+
 def why_no_broker(run: Run, p: int, src: int) -> str:
     """Which rules rejected the brokers p's replica on src could go to, for an error message."""
     st = run.state
     group = st.groups[st.group_of(p)]
-    if not run.partition_movable[p] or not st.movable(p, src):
-        return " (the partition may not move in this plan)"
+    if p in st.in_flight:
+        return " (it has a reassignment in flight: wait for it to finish or cancel it)"
+    if run.leadership_only:
+        return " (this plan moves leadership only, no replicas)"
+    if not run.partition_movable[p]:
+        return " (its topic is outside the topics or pool this plan may change)"
     reasons: Counter[str] = Counter()
     for b in group.brokers:
         if b in st.replicas[p]:
             reasons["already holding a replica"] += 1
+            continue
+        if not st.eligible[b]:
+            reasons["dead or excluded"] += 1
             continue
         if not run.mode_allows(p, src, b):
             reasons["the plan's mode or the partition's original brokers"] += 1
             continue
         for g in run.vetoes:
             if not g.accepts(run, ((p, src, b),)):
-                reasons[g.name] += 1
+                reasons[f"rejected by {g.name}"] += 1
                 break
         else:
             reasons["max_moves/max_bytes caps"] += 1
     if not reasons:
         return f" (group {group.name!r} has no brokers)"
-    detail = ", ".join(f"{n} {r}" if r.startswith("already") else f"{n} rejected by {r}"
-                       for r, n in reasons.most_common())
+    detail = ", ".join(f"{n} {r}" for r, n in reasons.most_common())
     return f" ({len(group.brokers)} brokers in {group.name!r}: {detail})"
 
 
@@ -179,7 +246,7 @@ class PoolMembershipGoal(HardGoal):
 
 
 class RackAwarenessGoal(HardGoal):
-    """Replicas spread over as many racks as the pool has: at most ceil(RF / racks) per rack."""
+    """Replicas spread over the pool's racks: at most rack_limit() of a partition per rack."""
 
     name = "rack_awareness"
 
@@ -191,24 +258,59 @@ class RackAwarenessGoal(HardGoal):
             run.memo[key] = len({st.rack[b] for b in st.groups[g].brokers if st.eligible[b]})
         return run.memo[key]
 
-    def _limit(self, run: Run, p: int) -> int:
-        st = run.state
-        return -(-len(st.replicas[p]) // max(1, self.racks(run, st.group_of_topic[st.topic[p]])))
-
     def optimize(self, run: Run) -> None:
         st = run.state
         for p in range(st.np):
-            if not run.partition_movable[p]:
+            if not run.partition_movable[p] or run.leadership_only:
                 continue
-            limit = self._limit(run, p)
-            while True:
-                per_rack = Counter(st.rack[b] for b in st.replicas[p])
-                crowded = [b for b in st.replicas[p] if per_rack[st.rack[b]] > limit]
-                if not crowded:
-                    break
-                # Move a follower if possible: leadership stays where it is.
-                src = next((b for b in reversed(crowded) if st.movable(p, b)), crowded[-1])
-                relocate(run, self, p, src)
+            limit = rack_limit(run, p)
+            reps = st.replicas[p]
+            if len(reps) == 1:
+                continue
+            per_rack = Counter(st.rack[b] for b in reps)
+            while max(per_rack.values()) > limit:
+                self._spread_one(run, p, per_rack, limit)
+                per_rack = Counter(st.rack[b] for b in reps)
+
+    def _spread_one(self, run: Run, p: int, per_rack: Counter[int], limit: int) -> None:
+        """Move one replica of p out of a crowded rack into a rack with room for it.
+
+        Only racks below the limit take it (a same-rack move would leave the rack crowded).
+        Followers move first, so leadership stays where it is; a replica an earlier hard goal
+        already moved may be sent on again (the plan still moves it once).
+        """
+        st = run.state
+        crowded = [b for b in st.replicas[p] if per_rack[st.rack[b]] > limit]
+        srcs = sorted(crowded, key=lambda b: (not st.movable(p, b), st.replicas[p].index(b) == 0,
+                                              -st.count[b]))
+        group = st.groups[st.group_of(p)]
+        for src in srcs:
+            best = None
+            for b in group.brokers:
+                if (st.rack[b] != st.rack[src] and per_rack[st.rack[b]] < limit
+                        and run.can_move(p, src, b, retarget=True)):
+                    key = (st.count[b], st.disk[b], b)
+                    if best is None or key < best:
+                        best = key
+            if best is not None and run.try_move(p, src, best[2], retarget=True):
+                return
+        for src in srcs:
+            rack = st.rack[src]
+            if make_room_and_move(run, p, src, lambda b: st.rack[b] != rack
+                                  and per_rack[st.rack[b]] < limit, retarget=True):
+                return
+        src = srcs[0]
+        racks = {st.rack[b] for b in group.brokers if st.eligible[b]}
+        room = [r for r in racks if per_rack[r] < limit]
+        if not room:
+            missing = "no rack of the pool has room for another replica"
+        else:
+            missing = f"no broker of the {len(room)} rack(s) with room can take it" + \
+                why_no_broker(run, p, src)
+        raise ValidationError(
+            f"{self.name}: {st.tps[p]} has {per_rack[st.rack[src]]} replicas in one rack (limit "
+            f"{limit}) and {missing}"
+        )
 
     def accepts(self, run: Run, moves: Sequence[Move]) -> bool:
         st = run.state
@@ -216,7 +318,7 @@ class RackAwarenessGoal(HardGoal):
             rack = st.rack[dst]
             if rack == st.rack[src]:
                 continue
-            if sum(1 for b in st.replicas[p] if st.rack[b] == rack) + 1 > self._limit(run, p):
+            if sum(1 for b in st.replicas[p] if st.rack[b] == rack) + 1 > rack_limit(run, p):
                 return False
         return True
 
@@ -230,8 +332,9 @@ class RackAwarenessGoal(HardGoal):
             if len(set(racks)) == len(racks):
                 continue  # one replica per rack never crowds one
             crowded = max(Counter(racks).values())
-            if crowded > self._limit(run, p):
-                out.append(f"{st.tps[p]} has {crowded} replicas in one rack")
+            if crowded > rack_limit(run, p):
+                out.append(f"{st.tps[p]} has {crowded} replicas in one rack "
+                           f"(limit {rack_limit(run, p)})")
         return out
 
 
@@ -244,7 +347,7 @@ class CapacityGoal(HardGoal):
 
     name = "capacity"
 
-    def _limits(self, run: Run, b: int) -> tuple[float, float, float, float]:
+    def limits(self, run: Run, b: int) -> tuple[float, float, float, float]:
         """(disk, network in, network out, replicas) limits of broker b, computed once per run."""
         key = ("capacity_limits", 0)
         if key not in run.memo:
@@ -269,20 +372,20 @@ class CapacityGoal(HardGoal):
     def _loads(self, st: WorkingState, b: int) -> tuple[float, float, float, float]:
         return (st.disk[b], st.net_in[b], st.net_out[b], st.count[b])
 
-    def _over(self, run: Run, b: int) -> list[int]:
-        return [i for i, (v, lim) in enumerate(zip(self._loads(run.state, b), self._limits(run, b)))
+    def over(self, run: Run, b: int) -> list[int]:
+        return [i for i, (v, lim) in enumerate(zip(self._loads(run.state, b), self.limits(run, b)))
                 if v > lim]
 
     def optimize(self, run: Run) -> None:
         st = run.state
-        over = [b for b in range(st.nb) if st.eligible[b] and self._over(run, b)]
+        over = [b for b in range(st.nb) if st.eligible[b] and self.over(run, b)]
         if not over:
             return
         on = run.movable_replicas()
         for b in over:
             # Largest first: fewest moves to get under the limit.
             for p in sorted(on[b], key=lambda p: (-st.size[p], p)):
-                excess = self._over(run, b)
+                excess = self.over(run, b)
                 if not excess:
                     break
                 if excess == [2] and st.replicas[p][0] != b:
@@ -293,7 +396,7 @@ class CapacityGoal(HardGoal):
         st = run.state
         if len(moves) == 1:  # the common case, kept cheap
             p, src, dst = moves[0]
-            disk, net_in, net_out, count = self._limits(run, dst)
+            disk, net_in, net_out, count = self.limits(run, dst)
             return (st.disk[dst] + st.size[p] <= disk and st.net_in[dst] + st.bytes_in[p] <= net_in
                     and st.count[dst] < count
                     and (st.replicas[p][0] != src or st.net_out[dst] + st.leader_out(p) <= net_out))
@@ -306,21 +409,31 @@ class CapacityGoal(HardGoal):
                 for i in range(4):
                     acc[i] += sign * d[i]
         for b, d in delta.items():
-            for v, dv, lim in zip(self._loads(st, b), d, self._limits(run, b)):
+            for v, dv, lim in zip(self._loads(st, b), d, self.limits(run, b)):
                 if dv > 0 and v + dv > lim:
                     return False
         return True
 
     def accepts_leadership(self, run: Run, p: int, old: int, new: int) -> bool:
         st = run.state
-        return st.net_out[new] + st.leader_out(p) <= self._limits(run, new)[2]
+        return st.net_out[new] + st.leader_out(p) <= self.limits(run, new)[2]
 
     def violations(self, run: Run) -> list[str]:
         st = run.state
         names = ("disk", "network in", "network out", "replica count")
-        over = [b for b in range(st.nb) if st.eligible[b] and self._over(run, b)]
+        key = ("capacity_start", 0)
+        if key not in run.memo:  # loads before the plan (the first measure is taken then)
+            run.memo[key] = [self._loads(st, b) for b in range(st.nb)]
+        start = run.memo[key]
+        over = [b for b in range(st.nb) if st.eligible[b] and self.over(run, b)]
         if not over:
             return []
         on = run.movable_replicas()
-        return [f"broker {st.broker_ids[b]} is above its {names[i]} limit"
-                for b in over if on[b] for i in self._over(run, b)]
+        out = []
+        for b in over:
+            first = start[b]
+            # Over the limit is a violation if the plan could move something off the broker,
+            # or if the plan itself put more there.
+            out.extend(f"broker {st.broker_ids[b]} is above its {names[i]} limit"
+                       for i in self.over(run, b) if on[b] or self._loads(st, b)[i] > first[i])
+        return out

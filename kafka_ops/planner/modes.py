@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from kafka_ops.errors import ValidationError
 from kafka_ops.model import ClusterModel
 from kafka_ops.planner.context import PlannerOptions, Run
-from kafka_ops.planner.hard import CapacityGoal, RackAwarenessGoal, why_no_broker
+from kafka_ops.planner.hard import CapacityGoal, rack_limit, why_no_broker
 from kafka_ops.planner.optimizer import PlanResult, optimize
 from kafka_ops.planner.state import WorkingState
 from kafka_ops.pools import PoolSet
@@ -96,7 +96,22 @@ def plan_demote(cluster: ClusterModel, brokers: Sequence[int], pools: PoolSet | 
     """Move preferred leadership off the brokers; their replicas stay where they are."""
     demoted = _brokers(cluster, brokers, "demote")
     st = WorkingState(cluster, pools, demoted=demoted)
-    return optimize(st, options, "demote", soft=False, fix=_DRAIN, leadership_only=True)
+
+    def stuck_leaders(run: Run) -> None:
+        """Warn about partitions that cannot lose leadership without moving data."""
+        stuck = [st.tps[p] for p in range(st.np) if run.partition_movable[p]
+                 and st.demoted[st.replicas[p][0]]
+                 and not any(st.eligible[b] and not st.demoted[b] for b in st.replicas[p])]
+        if stuck:
+            names = ", ".join(str(tp) for tp in stuck[:10])
+            more = f" and {len(stuck) - 10} more" if len(stuck) > 10 else ""
+            run.warnings.append(
+                f"{len(stuck)} partition(s) keep a demoted leader: every live replica is on a "
+                f"demoted broker, so leadership cannot move without moving data "
+                f"(use remove-brokers or replace-broker): {names}{more}")
+
+    return optimize(st, options, "demote", prepare=stuck_leaders, soft=False, fix=_DRAIN,
+                    leadership_only=True)
 
 
 def plan_fix_offline(cluster: ClusterModel, pools: PoolSet | None = None,
@@ -171,13 +186,13 @@ def _add_replica(run: Run, p: int) -> None:
     """A new follower on the least loaded broker that keeps racks spread and capacity."""
     st = run.state
     rf = len(st.replicas[p]) + 1
-    limit = -(-rf // max(1, RackAwarenessGoal.racks(run, st.group_of(p))))
+    limit = rack_limit(run, p, rf)
     per_rack = Counter(st.rack[b] for b in st.replicas[p])
     capacity = CapacityGoal()
     best = None
     for b in st.groups[st.group_of(p)].brokers:
         if (st.eligible[b] and b not in st.replicas[p] and per_rack[st.rack[b]] < limit
-                and st.disk[b] + st.size[p] <= capacity._limits(run, b)[0]):
+                and st.disk[b] + st.size[p] <= capacity.limits(run, b)[0]):
             key = (st.count[b], st.disk[b], b)
             best = key if best is None or key < best else best
     if best is None:

@@ -8,14 +8,16 @@ the final assignment.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kafka_ops.errors import ValidationError
 from kafka_ops.plan import ReassignmentPlan
 from kafka_ops.planner.context import PlannerOptions, Run
+from kafka_ops.planner.exact import solve_hard_goals
 from kafka_ops.planner.goals import HARD_GOALS, SoftGoal, soft_goals
-from kafka_ops.planner.hard import HardGoal
+from kafka_ops.planner.hard import CapacityGoal, HardGoal
 from kafka_ops.planner.state import WorkingState
 from kafka_ops.planner.summary import GoalResult, PlanSummary, summarize
 
@@ -35,6 +37,60 @@ def check_hard_goals(run: Run, goals: Iterable[HardGoal] = HARD_GOALS) -> None:
         if problems:
             more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
             raise ValidationError(f"hard goal {goal.name} cannot be satisfied: {problems[0]}{more}")
+
+
+def check_room(run: Run, fixing: Iterable[HardGoal]) -> None:
+    """Fail before planning when a hard goal is impossible, naming the partition and the gap.
+
+    A partition whose replica must leave a broker (dead, excluded, outside its pool) needs as
+    many live brokers in its pool as it has replicas; with fewer, no plan exists.
+    """
+    st = run.state
+    names = {g.name for g in fixing}
+    pools = "pool_membership" in names
+    if not names & {"broker_exclusions", "pool_membership"} or run.leadership_only:
+        return
+    live = [sum(1 for b in g.brokers if st.eligible[b]) for g in st.groups]
+    for p in range(st.np):
+        if not run.partition_movable[p]:
+            continue
+        g = st.group_of(p)
+        reps = st.replicas[p]
+        leaving = [b for b in reps if not st.eligible[b] or (pools and b not in st.in_group[g])]
+        if leaving and len(reps) > live[g]:
+            group = st.groups[g]
+            down = [st.broker_ids[b] for b in group.brokers if not st.eligible[b]]
+            raise ValidationError(
+                f"{'pool_membership' if pools and all(st.eligible[b] for b in leaving) else 'broker_exclusions'}: "
+                f"{st.tps[p]} has {len(reps)} replicas and its replica on broker "
+                f"{st.broker_ids[leaving[0]]} must move, but {group.name!r} has only {live[g]} "
+                f"live brokers to hold them (dead or excluded: {down or 'none'})"
+            )
+
+
+def _exact_repair(run: Run, fixing: list[HardGoal], greedy: ValidationError) -> None:
+    """Exact placement, then the greedy capacity goal; brokers it leaves over a disk or network
+    limit are kept empty in the next try, every broker with such a limit in the last."""
+    capacity = next(g for g in HARD_GOALS if isinstance(g, CapacityGoal))
+    st = run.state
+    avoid: frozenset[int] = frozenset()
+    limited = frozenset(b for b in range(st.nb) if any(
+        lim != float("inf") for lim in capacity.limits(run, b)[:3]))
+    for attempt in range(4):
+        try:
+            solve_hard_goals(run, avoid)
+        except ValidationError:
+            if attempt == 0:
+                raise  # exact: the replica limit, racks and pools leave no placement
+            break
+        capacity.optimize(run)
+        try:
+            check_hard_goals(run, fixing)
+            return
+        except ValidationError:
+            over = frozenset(b for b in range(st.nb) if capacity.over(run, b))
+            avoid = avoid | over if not over <= avoid else limited
+    raise greedy from None
 
 
 def optimize(
@@ -59,6 +115,7 @@ def optimize(
     forbids replica moves altogether (demotion).
     """
     goals: list[SoftGoal] = soft_goals(options.goals) if soft else []
+    started = time.perf_counter()
     run = Run(state, options, movable, destinations, leadership_only)
     fixing = [g for g in HARD_GOALS if fix is None or g.name in fix]
     before = {g.name: g.measure(run) for g in (*HARD_GOALS, *goals)}
@@ -66,13 +123,29 @@ def optimize(
     run.vetoes = list(HARD_GOALS)
     if prepare is not None:
         prepare(run)
-    for goal in fixing:
-        goal.optimize(run)
-    check_hard_goals(run, fixing)
+    check_room(run, fixing)
+    try:
+        for goal in fixing:
+            goal.optimize(run)
+        check_hard_goals(run, fixing)
+    except ValidationError as greedy:
+        if fix is not None or prepare is not None:
+            raise  # repair modes move only what they were asked to: no global re-placement
+        # The greedy repair found no way out; an exact placement either finds one or proves
+        # (and says) that none exists. Disk and network capacity stay greedy: if they still
+        # fail, the greedy error names the partition and the rules better.
+        _exact_repair(run, fixing, greedy)
+        o = run.options
+        if ((o.max_moves is not None and state.moves > o.max_moves)
+                or (o.max_bytes is not None and state.moved_bytes > o.max_bytes)):
+            raise greedy from None  # the caps leave too little room: the greedy error says where
+    seconds = {"hard goals": time.perf_counter() - started}
     worse: list[str] = []
     for goal in goals:
+        t0 = time.perf_counter()
         start = goal.imbalance(run)
         goal.optimize(run)
+        seconds[goal.name] = time.perf_counter() - t0
         if goal.imbalance(run) > start + 1e-9:
             worse.append(goal.name)
         run.vetoes.append(goal)
@@ -81,5 +154,12 @@ def optimize(
         GoalResult(g.name, g.hard, before[g.name], g.measure(run), g.name in worse)
         for g in (*HARD_GOALS, *goals)
     ]
+    if state.in_flight:
+        names = ", ".join(str(state.tps[p]) for p in state.in_flight[:5])
+        more = f" and {len(state.in_flight) - 5} more" if len(state.in_flight) > 5 else ""
+        run.warnings.insert(0, f"{len(state.in_flight)} partition(s) with a reassignment in flight "
+                               f"left as they are (planned from their target replicas): {names}{more}")
     plan = ReassignmentPlan.from_assignment(state.changed())
-    return PlanResult(plan, summarize(mode, state, plan, results, run.capped))
+    summary = summarize(mode, state, plan, results, run.capped, run.warnings)
+    summary.goal_seconds.update({k: round(v, 3) for k, v in seconds.items()})
+    return PlanResult(plan, summary)

@@ -90,6 +90,10 @@ class WorkingState:
         self.bytes_in: list[float] = []
         self.bytes_out: list[float] = []
         self.replicas: list[list[int]] = []
+        # Partitions with a reassignment in flight are planned from the replicas they will keep
+        # (Kafka's target replica set) and never moved: a second reassignment of the same
+        # partition would cancel the first one.
+        self.in_flight: list[int] = []
         for p in cluster.partitions.values():
             if p.topic not in topic_ids:
                 topic_ids[p.topic] = len(self.topics)
@@ -102,7 +106,11 @@ class WorkingState:
                 raise ValidationError(f"{p.tp} lists a broker twice in its replicas {list(p.replicas)}")
             if not p.replicas:
                 raise ValidationError(f"{p.tp} has no replicas")
-            self.replicas.append([index[r] for r in p.replicas])
+            replicas = p.replicas
+            if p.reassignment_in_progress:
+                self.in_flight.append(len(self.replicas))
+                replicas = p.target_replicas or p.replicas
+            self.replicas.append([index[r] for r in replicas])
         self.original: list[tuple[int, ...]] = [tuple(r) for r in self.replicas]
         self.np = len(self.replicas)
         self.topic_id = topic_ids
@@ -117,7 +125,12 @@ class WorkingState:
             self.groups = [Group("cluster", all_brokers)]
             self.group_of_topic = [0] * len(self.topics)
         else:
-            pools.validate(self.cluster)
+            if self.in_flight:  # the partitions this plan may move, not those in flight
+                flying = {self.tps[p] for p in self.in_flight}
+                planned = [pt for pt in self.cluster if pt.tp not in flying]
+                pools.validate(ClusterModel(self.cluster.brokers.values(), planned))
+            else:
+                pools.validate(self.cluster)
             names = sorted(pools.pools)
             self.groups = [
                 Group(n, tuple(sorted(self.index[b] for b in pools.pools[n].brokers))) for n in names
@@ -175,6 +188,11 @@ class WorkingState:
         """The per-broker list for a resource name of RESOURCES (live, not a copy)."""
         return getattr(self, RESOURCES[resource])
 
+    def reset(self) -> None:
+        """Back to the original assignment (a repair that starts over)."""
+        self.replicas = [list(r) for r in self.original]
+        self._build_loads()
+
     # -- actions -------------------------------------------------------------------------
     def movable(self, p: int, b: int) -> bool:
         """A replica moves at most once: only replicas still on an original broker may move."""
@@ -197,8 +215,16 @@ class WorkingState:
         if slot == 0:
             self._shift_leader(p, src, dst)
         reps[slot] = dst
-        self.moves += 1
-        self.moved_bytes += size
+        # The plan copies a replica once, to its final broker: count replicas on brokers the
+        # partition did not start on (a retarget moves the copy; a move back cancels it).
+        orig = self.original[p]
+        change = (dst not in orig) - (src not in orig)
+        self.moves += change
+        self.moved_bytes += change * size
+
+    def undo_move(self, p: int, src: int, dst: int) -> None:
+        """Take back move(p, src, dst) made a moment ago (a trial that did not work out)."""
+        self.move(p, dst, src)
 
     def make_leader(self, p: int, b: int, undo: bool = False) -> None:
         """Put b first in p's replica list (the preferred leader), swapping with the old first.

@@ -27,11 +27,18 @@ class GoalResult:
 
     @property
     def status(self) -> str:
+        """satisfied, improved, unchanged or worse: "worse" whenever any measure grew.
+
+        A goal that ends within its bounds is satisfied. Otherwise a goal can end worse than it started because an earlier goal outranked it (the plan
+        trades it for a higher-priority one); the summary says so rather than "improved".
+        """
         if self.worse:
             return "worse"
         bad = sum(v for k, v in self.after.items() if k == "violations" or k.endswith("out_of_bounds"))
         if not bad:
             return "satisfied"
+        if any(v > self.before.get(k, v) + 1e-9 for k, v in self.after.items()):
+            return "worse"
         return "improved" if self.after != self.before else "unchanged"
 
 
@@ -46,6 +53,8 @@ class PlanSummary:
     capped: list[str] = field(default_factory=list)
     broker_bytes_in: dict[int, int] = field(default_factory=dict)  # replica bytes each broker fetches
     broker_bytes_out: dict[int, int] = field(default_factory=dict)  # ... each current leader sends
+    warnings: list[str] = field(default_factory=list)  # what the plan could not do, and why
+    goal_seconds: dict[str, float] = field(default_factory=dict, compare=False)  # time per goal
 
     def estimated_seconds(self, throttle_bytes_per_sec: float) -> float:
         busiest = max([*self.broker_bytes_in.values(), *self.broker_bytes_out.values(), 0])
@@ -59,6 +68,7 @@ class PlanSummary:
             "bytes_moved": self.bytes_moved,
             "leader_changes": self.leader_changes,
             "capped_by": self.capped,
+            "warnings": self.warnings,
             "goals": [
                 {"name": g.name, "hard": g.hard, "status": g.status, "before": g.before, "after": g.after}
                 for g in self.goals
@@ -80,6 +90,7 @@ class PlanSummary:
             lines.append(f"estimated duration at {_bytes(throttle_bytes_per_sec)}/s: {_duration(secs)}")
         if self.capped:
             lines.append(f"stopped early by: {', '.join(self.capped)}")
+        lines.extend(f"warning: {w}" for w in self.warnings)
         lines.append("")
         lines.append(f"{'goal':<28} {'kind':<5} {'status':<10} before -> after")
         for g in self.goals:
@@ -91,7 +102,7 @@ class PlanSummary:
 
 
 def summarize(mode: str, st: WorkingState, plan: ReassignmentPlan, goals: list[GoalResult],
-              capped: list[str]) -> PlanSummary:
+              capped: list[str], warnings: list[str] | None = None) -> PlanSummary:
     ids = st.broker_ids
     moves = 0
     moved = 0
@@ -115,7 +126,7 @@ def summarize(mode: str, st: WorkingState, plan: ReassignmentPlan, goals: list[G
                 bytes_in[ids[b]] = bytes_in.get(ids[b], 0) + st.size[p]
                 bytes_out[source] = bytes_out.get(source, 0) + st.size[p]
     return PlanSummary(mode, goals, len(plan), moves, moved, leader_changes, list(capped),
-                       bytes_in, bytes_out)
+                       bytes_in, bytes_out, list(warnings or ()))
 
 
 def _num(v: float | None) -> str:

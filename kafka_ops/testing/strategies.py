@@ -69,3 +69,73 @@ def pooled_clusters(draw: st.DrawFn, **cluster_args: object) -> tuple[ClusterMod
         for k, name in enumerate(("even", "odd"))
     ]
     return cluster, PoolSet(pools)
+
+
+@st.composite
+def adversarial_clusters(
+    draw: st.DrawFn, max_brokers: int = 9, max_topics: int = 4, max_partitions: int = 8,
+) -> tuple[ClusterModel, PoolSet | None, int | None]:
+    """(cluster, pools or None, max_replicas_per_broker or None): the starts planners fail on.
+
+    Racks of uneven sizes (a rack of one broker), or no racks at all; dead brokers still
+    holding replicas; new empty brokers; replicas moved by hand into a rack that already
+    holds one (crowded racks with spare brokers elsewhere); RF above the rack count; giant
+    and hot partitions beside tiny ones; brokers over a small disk capacity; reassignments in
+    flight; sometimes two pools, sometimes a tight replica limit per broker. Some draws are
+    infeasible on purpose (a pool with fewer live brokers than a topic's RF).
+    """
+    n = draw(st.integers(3, max_brokers))
+    racked = draw(st.booleans())
+    n_racks = draw(st.integers(1, min(4, n))) if racked else 0
+    # Uneven racks: each broker's rack drawn freely (every rack used at least once).
+    rack_of = [i % n_racks if i < n_racks else draw(st.integers(0, n_racks - 1))
+               for i in range(n)] if racked else [None] * n
+    dead = set(draw(st.sets(st.integers(0, n - 1), max_size=2)))
+    small_disk = set(draw(st.sets(st.integers(0, n - 1), max_size=1)))
+    brokers = [
+        Broker(id=i, rack=f"rack-{rack_of[i]}" if racked else None, alive=i not in dead,
+               capacity=BrokerCapacity(disk_bytes=30 * GiB if i in small_disk else 0))
+        for i in range(n)
+    ]
+    established = draw(st.integers(min(n, 3), n))  # the rest are new and empty
+    sizes = st.sampled_from([0, 1, 1, 2, 5, 50, 500])  # GiB: tiny to giant
+    partitions = []
+    for t in range(draw(st.integers(1, max_topics))):
+        rf = draw(st.integers(1, min(4, established)))
+        hot = draw(st.booleans())
+        for p in range(draw(st.integers(1, max_partitions))):
+            replicas = list(draw(st.permutations(range(established)))[:rf])
+            if rf > 1 and racked and draw(st.integers(0, 3)) == 0:
+                # A hand move: a follower joins another replica's rack.
+                mates = [b for b in range(n) if rack_of[b] == rack_of[replicas[0]]
+                         and b not in replicas]
+                if mates:
+                    replicas[-1] = draw(st.sampled_from(mates))
+            adding: tuple[int, ...] = ()
+            removing: tuple[int, ...] = ()
+            spare = [b for b in range(n) if b not in replicas and b not in dead]
+            if spare and draw(st.integers(0, 7)) == 0:
+                # In flight: one replica is being replaced by another (replicas = the union).
+                adding = (draw(st.sampled_from(spare)),)
+                removing = (replicas[-1],)
+                replicas.append(adding[0])
+            rate = float(draw(st.integers(0, 100))) * (1000 if hot else 1)
+            partitions.append(Partition(
+                f"t{t}", p, tuple(replicas), leader=replicas[0], isr=tuple(replicas),
+                size_bytes=draw(sizes) * GiB, bytes_in_per_sec=rate, bytes_out_per_sec=2 * rate,
+                adding_replicas=adding, removing_replicas=removing))
+    cluster = ClusterModel(brokers, partitions)
+    pools = None
+    if n >= 4 and draw(st.booleans()):
+        ids = sorted(cluster.brokers)
+        pools = PoolSet([
+            Pool(name, frozenset(ids[k::2]),
+                 topics=tuple(t for i, t in enumerate(cluster.topics) if i % 2 == k))
+            for k, name in enumerate(("even", "odd"))
+        ])
+    max_replicas = None
+    if draw(st.booleans()):
+        total = sum(len(p.replicas) for p in partitions)
+        live = max(1, n - len(dead))
+        max_replicas = -(-total // live) + draw(st.integers(0, 2))
+    return cluster, pools, max_replicas

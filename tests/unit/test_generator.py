@@ -58,3 +58,19 @@ def test_bad_presets_and_overrides_are_named():
         generate_cluster("small", nonsense=1)
     with pytest.raises(ValidationError, match="established brokers"):
         generate_cluster("small", brokers=3, new_brokers=2)
+
+
+def test_crowded_preset_has_hand_crowded_racks_with_spare_brokers_and_a_dead_broker():
+    from collections import Counter
+
+    model = generate_cluster("crowded-medium", seed=5)
+    crowded = [p for p in model
+               if max(Counter(model.rack_of(b) for b in p.replicas).values()) > 1]
+    # About 5% of partitions had a follower moved into the leader's rack.
+    assert 0.03 * len(model.partitions) < len(crowded) < 0.07 * len(model.partitions)
+    dead = [b for b, broker in model.brokers.items() if not broker.alive]
+    assert len(dead) == 1 and model.partitions_on(dead[0])
+    assert all(p.leader != dead[0] for p in model)
+    # Hand moves favour a few brokers: the most crowded-onto broker gets far more than average.
+    onto = Counter(p.replicas[-1] for p in crowded)
+    assert max(onto.values()) > 2 * len(crowded) / len(model.brokers)

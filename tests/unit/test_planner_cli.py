@@ -26,12 +26,21 @@ def test_rebalance_writes_plan_and_rollback(snapshot: Path, tmp_path: Path, caps
                  "--throttle", "10485760"]) == 0
     text = capsys.readouterr().out
     assert "replica_count" in text and "estimated duration" in text
+    # The plan went to the file: the terminal gets the summary, not the plan's JSON.
+    assert '"partitions"' not in text and '"version"' not in text
     plan = ReassignmentPlan.read(out)
     rollback = ReassignmentPlan.read(tmp_path / "plan.rollback.json")
     cluster = load_snapshot(snapshot)
     assert plan.partitions == rollback.partitions
     assert all(rollback.replicas[tp] == cluster.partitions[tp].replicas for tp in rollback.replicas)
     plan.validate_against(cluster)
+
+
+def test_without_output_the_plan_is_printed(snapshot: Path, capsys) -> None:
+    assert main(["plan", "rebalance", "--cluster", str(snapshot)]) == 0
+    text = capsys.readouterr().out
+    plan = json.loads(text[text.index("{"):])
+    assert plan["version"] == 1 and plan["partitions"]
 
 
 def test_json_output_has_summary_and_plan(snapshot: Path, capsys) -> None:

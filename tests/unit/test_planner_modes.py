@@ -237,3 +237,19 @@ def test_rebalance_with_pools_balances_each_pool_on_its_own() -> None:
         assert max(counts) - min(counts) <= 1 and max(leaders) - min(leaders) <= 1, members
     assert all(set(p.replicas) <= {0, 1, 2} for p in after.topic("a"))
     assert all(set(p.replicas) <= {3, 4, 5} for p in after.topic("b"))
+
+
+def test_demote_warns_about_partitions_that_cannot_lose_leadership_without_moving_data() -> None:
+    brokers = [Broker(i, rack="ab"[i % 2]) for i in (1, 2, 3, 4)]
+    cluster = ClusterModel(brokers, [
+        Partition("t", 0, (1, 2), 1, (1, 2)),  # every replica on a demoted broker
+        Partition("t", 1, (1, 3), 1, (1, 3)),  # leadership can go to 3
+        Partition("u", 0, (2,), 2, (2,)),  # RF 1 on a demoted broker
+    ])
+    result = plan_demote(cluster, [1, 2])
+    assert result.plan.replicas == {("t", 1): (3, 1)}
+    (warning,) = result.summary.warnings
+    assert "2 partition(s)" in warning and "t-0" in warning and "u-0" in warning
+    assert "t-1" not in warning
+    assert "warning: " + warning in result.summary.format_text()
+    assert result.summary.to_dict()["warnings"] == [warning]

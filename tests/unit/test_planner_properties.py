@@ -76,7 +76,11 @@ def test_rebalance_never_violates_a_hard_goal(cluster: ClusterModel) -> None:
     after = cluster.with_assignment(result.plan.replicas)
     assert_hard_goals_hold(cluster, after)
     for goal in result.summary.goals:
-        assert goal.status != "worse", goal
+        assert not goal.worse, goal  # no goal's own run leaves it worse
+        # ... and a goal an earlier one pushed further out of bounds is reported as worse.
+        grew = any(v > goal.before.get(k, v) + 1e-9 for k, v in goal.after.items())
+        if goal.status != "satisfied":
+            assert (goal.status == "worse") == grew, goal
 
 
 @PROPERTY_SETTINGS

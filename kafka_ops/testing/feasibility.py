@@ -1,0 +1,195 @@
+"""An exact, independent answer to "can this cluster satisfy the planner's hard goals?".
+
+The planner is greedy; this module is not. It decides feasibility by maximum flow, written
+without any planner code, so a test can tell "the planner refused a cluster that can be
+balanced" apart from "no plan exists":
+
+    source -> partition (RF) -> (partition, rack) (the rack limit) -> broker (1) -> sink
+    (the broker's room under max_replicas_per_broker)
+
+A flow of sum(RF) is an assignment with every replica on a distinct live broker of the
+topic's pool, at most the rack limit per rack and no broker above its replica limit; any
+such assignment is such a flow. Disk capacity is bin packing (NP-hard), so brokers with a
+disk limit get two answers: a relaxation without disk limits (if even that fails, no plan
+exists) and a restriction in which brokers with a disk limit hold nothing (if that
+succeeds, a plan exists). In between the verdict is "unknown".
+
+The rack rule, restated independently: a partition with RF replicas in a pool whose live
+brokers form racks of sizes n_r may hold at most L replicas per rack, L the smallest number
+with sum_r min(L, n_r) >= RF (ceil(RF / racks) when the racks are big enough). A broker
+without a rack is a rack of its own.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kafka_ops.model import ClusterModel, Partition, TopicPartition
+from kafka_ops.pools import PoolSet
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """feasible: True, False or None (unknown); reason names what is missing when False."""
+
+    feasible: bool | None
+    reason: str = ""
+    partitions: tuple[TopicPartition, ...] = ()  # those that cannot be placed even alone
+
+
+def rack_key(cluster: ClusterModel, b: int) -> str:
+    rack = cluster.rack_of(b)
+    return rack if rack is not None else f"\0broker-{b}"
+
+
+def allowed_brokers(cluster: ClusterModel, pools: PoolSet | None, topic: str) -> list[int]:
+    """Live brokers the topic's replicas may be on: its pool's, or the unpooled ones."""
+    if pools is None:
+        members = set(cluster.brokers)
+    else:
+        pool = pools.pool_for_topic(topic)
+        if pool is not None:
+            members = set(pool.brokers)
+        else:
+            pooled = {b for p in pools.pools.values() for b in p.brokers}
+            members = set(cluster.brokers) - pooled or set(cluster.brokers)
+    return sorted(b for b in members if cluster.brokers[b].alive)
+
+
+def rack_limit(cluster: ClusterModel, brokers: list[int], rf: int) -> int:
+    sizes = Counter(rack_key(cluster, b) for b in brokers).values()
+    for limit in range(1, rf + 1):
+        if sum(min(limit, n) for n in sizes) >= rf:
+            return limit
+    return rf
+
+
+def replicas_of(p: Partition) -> tuple[int, ...]:
+    """What the partition will hold: the target of an in-flight reassignment."""
+    return p.target_replicas if p.reassignment_in_progress else p.replicas
+
+
+def check_hard_goals(before: ClusterModel, after: ClusterModel, pools: PoolSet | None = None,
+                     max_replicas_per_broker: int | None = None) -> list[str]:
+    """Every hard-goal violation of ``after`` (a planned cluster), recomputed from scratch.
+
+    Partitions with a reassignment in flight in ``before`` must be untouched; every other
+    partition must keep its replication factor and satisfy every rule.
+    """
+    problems = []
+    counts: Counter[int] = Counter()
+    for tp, p in after.partitions.items():
+        old = before.partitions[tp]
+        counts.update(replicas_of(old) if old.reassignment_in_progress else p.replicas)
+        if old.reassignment_in_progress:
+            if p.replicas != old.replicas:
+                problems.append(f"{tp}: changed while its reassignment is in flight")
+            continue
+        if len(p.replicas) != len(replicas_of(old)):
+            problems.append(f"{tp}: replication factor {len(replicas_of(old))} -> {len(p.replicas)}")
+        if len(set(p.replicas)) != len(p.replicas):
+            problems.append(f"{tp}: duplicate replicas {p.replicas}")
+        allowed = allowed_brokers(before, pools, tp.topic)
+        outside = [b for b in p.replicas if b not in allowed]
+        if outside:
+            problems.append(f"{tp}: replicas on {outside}, dead or outside the pool")
+        per_rack = Counter(rack_key(before, b) for b in p.replicas)
+        limit = rack_limit(before, allowed, len(p.replicas))
+        if max(per_rack.values()) > limit:
+            problems.append(f"{tp}: {max(per_rack.values())} replicas in one rack, limit {limit}")
+    if max_replicas_per_broker is not None:
+        # Replicas of in-flight partitions stay where they are, even above the limit.
+        fixed = Counter(b for p in before if p.reassignment_in_progress for b in replicas_of(p))
+        problems.extend(f"broker {b}: {c} replicas, limit {max_replicas_per_broker}"
+                        for b, c in counts.items() if c > max(max_replicas_per_broker, fixed[b]))
+    return problems
+
+
+def feasibility(cluster: ClusterModel, pools: PoolSet | None = None,
+                max_replicas_per_broker: int | None = None) -> Verdict:
+    """Whether any assignment meets the hard goals (see the module docstring)."""
+    fixed: Counter[int] = Counter()
+    movable: list[Partition] = []
+    for p in cluster:
+        if p.reassignment_in_progress:
+            fixed.update(replicas_of(p))
+        else:
+            movable.append(p)
+    # Partitions that cannot be placed even alone: fewer allowed live brokers than replicas.
+    alone = [p.tp for p in movable
+             if len(allowed_brokers(cluster, pools, p.topic)) < len(p.replicas)]
+    if alone:
+        return Verdict(False, f"{alone[0]} has more replicas than live brokers in its pool",
+                       tuple(alone))
+    limit = max_replicas_per_broker if max_replicas_per_broker is not None else 10**9
+    room = {b: max(0, limit - fixed[b]) for b in cluster.brokers}
+    if not _flow_places_all(cluster, pools, movable, room):
+        return Verdict(False, "replica count capacity: the brokers' max_replicas_per_broker "
+                              "leaves too little room")
+    # Brokers with a disk limit might be unable to take any given replica: without them.
+    limited = {b for b, broker in cluster.brokers.items() if broker.capacity.disk_bytes}
+    if not limited:
+        return Verdict(True)
+    if _flow_places_all(cluster, pools, movable, {b: 0 if b in limited else r
+                                                  for b, r in room.items()}):
+        return Verdict(True)
+    return Verdict(None, "disk capacity decides (bin packing)")
+
+
+def _flow_places_all(cluster: ClusterModel, pools: PoolSet | None, parts: list[Partition],
+                     room: Mapping[int, int]) -> bool:
+    graph = _Flow()
+    graph.add("s", "t", 0)
+    need = 0
+    for i, p in enumerate(parts):
+        rf = len(p.replicas)
+        need += rf
+        allowed = allowed_brokers(cluster, pools, p.topic)
+        limit = rack_limit(cluster, allowed, rf)
+        graph.add("s", ("p", i), rf)
+        for rack in {rack_key(cluster, b) for b in allowed}:
+            graph.add(("p", i), ("r", i, rack), limit)
+        for b in allowed:
+            graph.add(("r", i, rack_key(cluster, b)), ("b", b), 1)
+    for b, r in room.items():
+        graph.add(("b", b), "t", r)
+    return graph.max_flow("s", "t") == need
+
+
+class _Flow:
+    """Edmonds-Karp maximum flow on a dict graph (test-sized clusters: a few hundred nodes)."""
+
+    def __init__(self) -> None:
+        self.cap: dict[object, dict[object, int]] = {}
+
+    def add(self, u: object, v: object, c: int) -> None:
+        self.cap.setdefault(u, {})
+        self.cap.setdefault(v, {})
+        self.cap[u][v] = self.cap[u].get(v, 0) + c
+        self.cap[v].setdefault(u, 0)
+
+    def max_flow(self, s: object, t: object) -> int:
+        total = 0
+        while True:
+            parent: dict[object, object] = {s: None}
+            queue = deque([s])
+            while queue and t not in parent:
+                u = queue.popleft()
+                for v, c in self.cap[u].items():
+                    if c > 0 and v not in parent:
+                        parent[v] = u
+                        queue.append(v)
+            if t not in parent:
+                return total
+            path = []
+            v = t
+            while parent[v] is not None:
+                path.append((parent[v], v))
+                v = parent[v]
+            f = min(self.cap[u][v] for u, v in path)
+            for u, v in path:
+                self.cap[u][v] -= f
+                self.cap[v][u] += f
+            total += f
