@@ -386,11 +386,15 @@ class BrokerMetrics:
                           if t is not None else np.full(len(stamps), size))
                 series(LOG_SIZE, labels(b, f',topic="{topic}",partition="{partition}"'),
                        np.floor(values).tolist())
+        offline = np.array([topo.offline if b == topo.controller else 0 for b in self.broker_ids])
         for name, arr in ((UNDER_REPLICATED, topo.under_replicated), (LEADER_COUNT, topo.leaders),
-                          (PARTITION_COUNT, topo.partitions)):
+                          (PARTITION_COUNT, topo.partitions), (OFFLINE_PARTITIONS, offline)):
             out.write(f"# TYPE {name} gauge\n")
             for b in self.broker_ids:
                 series(name, labels(b), [float(arr[self.bindex[b]])] * len(stamps))
+        out.write("# TYPE up gauge\n")  # what Prometheus records for each scrape
+        for b in self.broker_ids:
+            series("up", labels(b), [1.0] * len(stamps))
         out.write(f"# TYPE {ACTIVE_CONTROLLER} gauge\n")
         for b in self.broker_ids:
             series(ACTIVE_CONTROLLER, labels(b),
