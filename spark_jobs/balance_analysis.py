@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,16 +37,15 @@ HOT_PARTITION_FACTOR = 10.0  # a partition carrying 10x the mean partition bytes
 
 
 def session(master: str | None = None, app: str = "kafka-ops-balance-analysis") -> SparkSession:
-    from pyspark import SparkConf
-
     builder = SparkSession.builder.appName(app)
     if master:
         builder = builder.master(master)
-    elif not SparkConf().contains("spark.master"):  # run with python, not spark-submit
+    elif "PYSPARK_GATEWAY_PORT" not in os.environ:  # run with python, not spark-submit
         builder = builder.master("local[*]")
     spark = (builder.config("spark.sql.session.timeZone", "UTC")
              .config("spark.sql.shuffle.partitions", "8")
              .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
              .getOrCreate())
     spark.sparkContext.setLogLevel("WARN")
     return spark
@@ -136,12 +136,20 @@ def broker_timeseries(est: DataFrame) -> DataFrame:
 RESOURCES = ("replicas", "leaders", "disk", "network_in", "network_out", "leader_bytes_in")
 
 
-def broker_loads(series: DataFrame, brokers: DataFrame) -> DataFrame:
-    """Window means and maxima per broker, with rack, liveness and capacity at the last sample."""
+def broker_loads(series: DataFrame, brokers: DataFrame, partitions: DataFrame) -> DataFrame:
+    """Window means and maxima per broker, with rack, liveness and capacity at the last sample.
+
+    Disk is the exception: the sum of the latest known sizes of the replicas the broker holds
+    now (what a plan moves), not a mean over a window in which a size gap would read as zero.
+    """
     aggs = []
     for r in RESOURCES:
         aggs += [F.avg(r).alias(r), F.max(r).alias(f"{r}_max")]
     loads = series.groupBy("broker").agg(*aggs, F.sum("rate_gaps").alias("rate_gaps"))
+    disk = (partitions.select(F.explode("replicas").alias("broker"),
+                              F.coalesce("size_bytes", F.lit(0)).alias("size"))
+            .groupBy("broker").agg(F.sum("size").alias("disk")))
+    loads = loads.drop("disk").join(disk, "broker", "left")
     last = Window.partitionBy("broker").orderBy(F.col("time").desc())
     info = (brokers.withColumn("_r", F.row_number().over(last)).where("_r = 1")
             .select("broker", "rack", "alive", "up", "disk_capacity", "network_in_capacity",
@@ -198,7 +206,7 @@ def analyze(spark: SparkSession, snapshots: str, cluster: str, start: int, end: 
     pl.write.mode("overwrite").parquet(str(out / "partition_loads"))
     series = broker_timeseries(est).persist()
     series.write.mode("overwrite").parquet(str(out / "broker_timeseries"))
-    bl = broker_loads(series, brokers)
+    bl = broker_loads(series, brokers, pl)
     if pools:
         mapping = spark.createDataFrame(sorted(pools.items()), "broker int, pool string")
         bl = bl.join(mapping, "broker", "left")
