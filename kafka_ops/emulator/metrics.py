@@ -193,6 +193,7 @@ class BrokerMetrics:
         self._last: float | None = None
         self._integral: np.ndarray | None = None
         self._lagging: dict[tuple[str, int, int], tuple[int, float]] = {}
+        self._known: dict[tuple[str, int], frozenset[int]] = {}  # replicas at the last read
         self.topology: _Topology | None = None
         self.min_interval = 1.0  # seconds between re-reads of the cluster when serving scrapes
 
@@ -230,9 +231,13 @@ class BrokerMetrics:
                 lead_repl[li, t] += p.bytes_in_per_sec * len(followers)
                 for r in followers:
                     follow_in[self.bindex[r], t] += p.bytes_in_per_sec
+                # Copying: replicas out of the ISR, and replicas new since the last read (a
+                # fetch may have started and finished in between: its bytes still count).
+                known = self._known.get((p.topic, p.partition))
                 for r in p.replicas:
-                    if r not in p.isr and r in alive:
+                    if r in alive and (r not in p.isr or (known is not None and r not in known)):
                         lagging[(p.topic, p.partition, r)] = (p.leader, p.replica_bytes.get(r, 0.0))
+                self._known[(p.topic, p.partition)] = frozenset(p.replicas)
             controller = c.controller_id
         return _Topology(lead_in, lead_out, lead_msgs, follow_in, lead_repl, sizes, leaders,
                          parts, urp, offline, controller, lagging)
@@ -415,7 +420,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        try:
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):  # the scraper gave up (timeout)
+            log.debug("metrics scrape of broker %d aborted by the client", self.server.broker_id)
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002
         log.debug("metrics %s", format % args)

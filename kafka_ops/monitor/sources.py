@@ -169,6 +169,8 @@ def _build_tables(model: ClusterModel, times: list[int], up: Mapping[tuple[int, 
             b_cols["rack"].append(b.rack)
             b_cols["alive"].append(b.alive)
             b_cols["up"].append(up.get((b.id, t)))
+            if stale(b.id, t):  # scrape failed: every gauge of the broker is unknown here
+                issues["broker_down_samples"] += 1
             for key in (*int_gauges, "replication_bytes_in", "replication_bytes_out", "idle_ratio"):
                 value = None if stale(b.id, t) else gauges.get(key, {}).get(b.id, {}).get(t)
                 value = sane(value, 0.0)

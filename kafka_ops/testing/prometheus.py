@@ -9,13 +9,15 @@ before the server starts on that directory, and live scraping continues on top.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 import tempfile
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +155,32 @@ class PrometheusServer:
             time.sleep(0.5)
         raise KafkaOpsError(f"{promql!r} did not reach the expected state in {timeout:.0f}s: "
                             f"{str(result)[:500]}")
+
+
+@contextmanager
+def prometheus_for_emulator(face: Any, history: float = 0.0, step: float = 60.0,
+                            scrape_interval: str = "5s", job: str = "kafka"
+                            ) -> Iterator[PrometheusServer]:
+    """A Prometheus scraping an emulator's MetricsFace, with ``history`` seconds backfilled.
+
+    The backfill ends a little before now (on the ``step`` grid) and live scrapes continue
+    from the same counters. ``face`` is a started kafka_ops.emulator.metrics.MetricsFace (typed
+    loosely: kafka_ops.testing does not import the emulator at module level).
+    """
+    from kafka_ops.emulator.metrics import scrape_config
+
+    server = PrometheusServer([scrape_config(face.targets, job=job, interval=scrape_interval)],
+                              scrape_interval=scrape_interval)
+    try:
+        if history > 0:
+            end = face.metrics.now() - 1  # the last sample within a step of the first scrape
+            start = math.floor((end - history) / step) * step
+            path = server.dir / "history.om"
+            with open(path, "w") as out:
+                face.metrics.history(out, start, end, step, job=job, instances=face.targets)
+            server.backfill(path)
+            path.unlink()
+        server.start()
+        yield server
+    finally:
+        server.cleanup()
