@@ -23,7 +23,12 @@ from kafka_ops.cli.common import (
 )
 from kafka_ops.errors import ValidationError
 from kafka_ops.monitor.snapshot import take_snapshot
-from kafka_ops.monitor.sources import BackendSource, MetricsSource, PrometheusConfig, PrometheusSource
+from kafka_ops.monitor.sources import (
+    BackendSource,
+    MetricsSource,
+    PrometheusConfig,
+    PrometheusSource,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -125,7 +125,7 @@ class _AuthProxy(http.server.ThreadingHTTPServer):
 class _ProxyHandler(http.server.BaseHTTPRequestHandler):
     server: _AuthProxy
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self.server.seen.append(self.headers.get("Authorization"))
         if self.headers.get("Authorization") != self.server.expected:
             self.send_error(401)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from kafka_ops.loads import AnalysisOutputSource, load_source_from_spec
+from kafka_ops.loads import AnalysisOutputSource
 from kafka_ops.model import Broker, ClusterModel, Partition, TopicPartition
 from kafka_ops.monitor.estimate import estimate_loads
 from kafka_ops.monitor.schema import TABLES, read_table, write_table
