@@ -96,8 +96,13 @@ def du(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def analyse(root: Path, out: Path, driver_memory: str) -> tuple[float, float, str]:
-    """spark-submit on local[2] in a child; (seconds, peak RSS MiB of the children, summary)."""
+def analyse(root: Path, out: Path, driver_memory: str) -> tuple[float, float, float, str]:
+    """spark-submit on local[2] in a child: (seconds, CPU seconds, peak RSS MiB, summary line).
+
+    CPU seconds (user + system of the children) say what the job costs when the machine is
+    shared: wall time on a loaded machine overstates it.
+    """
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(ROOT),
                PYSPARK_PYTHON=sys.executable)
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
@@ -112,8 +117,9 @@ def analyse(root: Path, out: Path, driver_memory: str) -> tuple[float, float, st
     took = time.perf_counter() - began
     if done.returncode != 0:
         raise SystemExit(f"analysis failed:\n{done.stderr[-3000:]}")
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return took, peak, done.stdout.strip().splitlines()[-1]
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return took, cpu, after.ru_maxrss / 1024, done.stdout.strip().splitlines()[-1]
 
 
 def main() -> None:
@@ -125,15 +131,15 @@ def main() -> None:
     args = parser.parse_args()
     base = Path(args.keep or tempfile.mkdtemp(prefix="bench-spark-"))
     print(f"{'fraction':>8} {'rows':>12} {'gen s':>8} {'parquet MiB':>12} {'analysis s':>11} "
-          f"{'peak RSS MiB':>13}", flush=True)
+          f"{'CPU s':>8} {'peak RSS MiB':>13}", flush=True)
     try:
         for f in (float(x) for x in args.fractions.split(",")):
             root = base / f"xl-{f:g}"
             rows, gen = generate(root, f, args.hours)
             size = du(root) / 2**20
-            took, peak, _ = analyse(root, base / f"out-{f:g}", args.driver_memory)
-            print(f"{f:>8g} {rows:>12,} {gen:>8.1f} {size:>12.1f} {took:>11.1f} {peak:>13.0f}",
-                  flush=True)
+            took, cpu, peak, _ = analyse(root, base / f"out-{f:g}", args.driver_memory)
+            print(f"{f:>8g} {rows:>12,} {gen:>8.1f} {size:>12.1f} {took:>11.1f} {cpu:>8.1f} "
+                  f"{peak:>13.0f}", flush=True)
             if not args.keep:
                 shutil.rmtree(root, ignore_errors=True)
     finally:
