@@ -231,10 +231,12 @@ def analyze(spark: SparkSession, snapshots: str, cluster: str, start: int, end: 
     mean_in = pl.agg(F.avg("bytes_in_per_sec")).first()[0] or 0.0
     hot = (pl.where(F.col("bytes_in_per_sec") > mean_in * HOT_PARTITION_FACTOR)
            .orderBy(F.desc("bytes_in_per_sec")))
-    gaps = parts.agg(F.count_if(F.col("size_bytes").isNull() & (F.col("leader") >= 0))).first()[0]
-    rate_gaps = est.agg(F.count_if(F.col("bytes_in").isNull() & (F.col("leader") >= 0))).first()[0]
-    latest_time = parts.agg(F.max("time")).first()[0]
-    latest = parts.where(F.col("time") == F.lit(latest_time))
+    # One pass over the (cached) estimates instead of re-reading the snapshot files.
+    online = F.col("leader") >= 0
+    gaps, rate_gaps, latest_time = est.agg(
+        F.count_if(F.col("size_bytes").isNull() & online),
+        F.count_if(F.col("bytes_in").isNull() & online), F.max("time")).first()
+    latest = est.where(F.col("time") == F.lit(latest_time))
     offline = latest.where(F.col("leader") < 0).count()
     urp = latest.where(F.col("isr_size") < F.size("replicas")).count()
     over_capacity = []
