@@ -346,29 +346,29 @@ class AnalysisOutputSource:
         rows = table.to_pydict()
         cpu = rows.get("cpu") or [None] * table.num_rows
         parts: dict[TopicPartition, PartitionLoad] = {}
+        issues = {str(k): int(v) for k, v in (summary.get("issues") or {}).items()}
         for topic, pid, size, bin_, bout, c in zip(
             rows["topic"], rows["partition"], rows["size_bytes"], rows["bytes_in_per_sec"],
             rows["bytes_out_per_sec"], cpu, strict=True,
         ):
             tp = TopicPartition(topic, int(pid))
+            if size is None or bin_ is None or bout is None:
+                # No estimate (offline all window, or every sample a gap): not a zero load.
+                issues["partitions_without_estimate"] = issues.get("partitions_without_estimate", 0) + 1
+                continue
             parts[tp] = PartitionLoad(
-                int(_rate(size or 0, f"{tp} size_bytes")), _rate(bin_ or 0.0, f"{tp} bytes_in"),
-                _rate(bout or 0.0, f"{tp} bytes_out"), None if c is None else _rate(c, f"{tp} cpu"),
+                int(_rate(size, f"{tp} size_bytes")), _rate(bin_, f"{tp} bytes_in"),
+                _rate(bout, f"{tp} bytes_out"), None if c is None else _rate(c, f"{tp} cpu"),
             )
-        return Loads(
-            parts,
-            f"analysis:{self.directory}",
-            summary.get("window_start"),
-            summary.get("window_end"),
-            {str(k): int(v) for k, v in (summary.get("issues") or {}).items()},
-        )
+        return Loads(parts, f"analysis:{self.directory}", summary.get("window_start"),
+                     summary.get("window_end"), issues)
 
     def describe(self) -> str:
         return f"analysis:{self.directory}"
 
 
 def load_source_from_spec(spec: str) -> LoadSource:
-    """``fields`` | ``file:PATH`` | ``analysis:DIR`` | ``snapshots:DIR[@START..END]``.
+    """``fields`` | ``file:PATH`` | ``analysis:DIR`` | ``snapshots:DIR@CLUSTER[@START..END]``.
 
     A bare existing directory holding a ``summary.json`` is taken as an analysis output (what
     ``kafka-ops plan --loads DIR`` passes).

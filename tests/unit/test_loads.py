@@ -14,8 +14,8 @@ from kafka_ops.errors import ValidationError
 from kafka_ops.loads import (
     AnalysisOutputSource,
     BrokerLoad,
-    LoadsFileSource,
     Loads,
+    LoadsFileSource,
     LoadSource,
     ModelFieldsSource,
     PartitionLoad,

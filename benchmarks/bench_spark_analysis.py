@@ -1,0 +1,151 @@
+"""Spark balance analysis at production size: a day of 5-minute snapshots of the xl preset.
+
+xl: 200 brokers, ~130,000 partitions; 24 h x 12 samples/h = 288 sample times, ~37 million
+partition rows. For each fraction (1/8, 1/4, 1/2, 1 of the topics by default) the benchmark
+writes the snapshot dataset with pyarrow (generation time, Parquet size), then runs
+spark_jobs/balance_analysis.py through spark-submit on local[2] in a child process (wall time,
+peak RSS of the driver JVM from the child's rusage). Prints numbers; asserts nothing. The
+target from the issue: the full day analysed in <= 5 minutes on a 2-core machine.
+
+    .venv/bin/python benchmarks/bench_spark_analysis.py [--fractions 0.125,0.25,0.5,1]
+        [--hours 24] [--driver-memory 4g] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kafka_ops.generator import generate_cluster  # noqa: E402
+from kafka_ops.monitor.schema import TABLES, write_table  # noqa: E402
+
+STEP = 300
+
+
+def generate(root: Path, fraction: float, hours: float, seed: int = 0) -> tuple[int, float]:
+    """Write the dataset; returns (partition rows, seconds)."""
+    began = time.perf_counter()
+    model = generate_cluster("xl", seed=seed)
+    topics = sorted(model.topics)
+    keep = set(topics[: max(1, int(len(topics) * fraction))])
+    parts = [p for p in model if p.topic in keep]
+    n = len(parts)
+    topic = pa.array([p.topic for p in parts])
+    pid = pa.array([p.partition for p in parts], pa.int32())
+    leader = np.array([p.leader for p in parts], dtype=np.int32)
+    replicas = pa.array([list(p.replicas) for p in parts], pa.list_(pa.int32()))
+    isr = pa.array([len(p.isr) for p in parts], pa.int16())
+    size0 = np.array([p.size_bytes for p in parts], dtype=np.float64)
+    rate = np.array([p.bytes_in_per_sec for p in parts])
+    out_rate = np.array([p.bytes_out_per_sec for p in parts])
+    # (leader, topic) groups: the broker-topic rows carry the sum of their partitions' rates.
+    keys = {}
+    group = np.array([keys.setdefault((p.leader, p.topic), len(keys)) for p in parts])
+    g_broker = pa.array([k[0] for k in keys], pa.int32())
+    g_topic = pa.array([k[1] for k in keys])
+    g_in, g_out = np.bincount(group, rate), np.bincount(group, out_rate)
+    rng = np.random.default_rng(seed)
+    t0 = (int(time.time()) // STEP) * STEP - int(hours * 3600)
+    times = t0 + STEP * np.arange(int(hours * 3600 / STEP))
+    rows = 0
+    brokers = sorted(model.brokers.values(), key=lambda b: b.id)
+    for t in times:
+        hour = (t % 86400) / 3600
+        shape = (1 + 0.5 * np.cos(2 * np.pi * (hour - 15) / 24)) * rng.lognormal(0, 0.15, len(keys))
+        ts = pa.array(np.full(n, t, dtype="datetime64[s]"), pa.timestamp("s", tz="UTC"))
+        size = (size0 + rate * (t - times[-1])).clip(0).astype(np.int64)
+        write_table(root, "partitions", "xl", pa.table(
+            [ts, topic, pid, pa.array(leader), replicas, isr, pa.array(size)],
+            schema=TABLES["partitions"]))
+        gts = pa.array(np.full(len(keys), t, dtype="datetime64[s]"), pa.timestamp("s", tz="UTC"))
+        write_table(root, "broker_topics", "xl", pa.table(
+            [gts, g_broker, g_topic, pa.array(g_in * shape), pa.array(g_out * shape),
+             pa.array(g_in * shape / 1000)], schema=TABLES["broker_topics"]))
+        write_table(root, "brokers", "xl", _brokers_table(brokers, t))
+        rows += n
+    return rows, time.perf_counter() - began
+
+
+def _brokers_table(brokers, t) -> pa.Table:
+    cols = {f.name: [None] * len(brokers) for f in TABLES["brokers"]}
+    cols["time"] = [int(t)] * len(brokers)
+    cols["broker"] = [b.id for b in brokers]
+    cols["rack"] = [b.rack for b in brokers]
+    cols["alive"] = [True] * len(brokers)
+    cols["up"] = [True] * len(brokers)
+    cols["disk_capacity"] = [b.capacity.disk_bytes for b in brokers]
+    cols["network_in_capacity"] = [b.capacity.network_in_bytes_per_sec for b in brokers]
+    cols["network_out_capacity"] = [b.capacity.network_out_bytes_per_sec for b in brokers]
+    return pa.table(cols, schema=TABLES["brokers"])
+
+
+def du(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def analyse(root: Path, out: Path, driver_memory: str) -> tuple[float, float, float, str]:
+    """spark-submit on local[2] in a child: (seconds, CPU seconds, peak RSS MiB, summary line).
+
+    CPU seconds (user + system of the children) say what the job costs when the machine is
+    shared: wall time on a loaded machine overstates it.
+    """
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(ROOT),
+               PYSPARK_PYTHON=sys.executable)
+    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
+    cmd = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]",
+           "--driver-memory", driver_memory, "--conf", "spark.driver.host=127.0.0.1",
+           "--conf", "spark.sql.shuffle.partitions=16",
+           str(ROOT / "spark_jobs" / "balance_analysis.py"), "--snapshots", str(root),
+           "--cluster", "xl", "--start", "0", "--end", str(int(time.time()) + 3600),
+           "--output", str(out)]
+    began = time.perf_counter()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    took = time.perf_counter() - began
+    if done.returncode != 0:
+        raise SystemExit(f"analysis failed:\n{done.stderr[-3000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return took, cpu, after.ru_maxrss / 1024, done.stdout.strip().splitlines()[-1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--fractions", default="0.125,0.25,0.5,1")
+    parser.add_argument("--hours", type=float, default=24.0)
+    parser.add_argument("--driver-memory", default="4g")
+    parser.add_argument("--keep", help="write datasets here and keep them")
+    args = parser.parse_args()
+    base = Path(args.keep or tempfile.mkdtemp(prefix="bench-spark-"))
+    print(f"{'fraction':>8} {'rows':>12} {'gen s':>8} {'parquet MiB':>12} {'analysis s':>11} "
+          f"{'CPU s':>8} {'peak RSS MiB':>13}", flush=True)
+    try:
+        for f in (float(x) for x in args.fractions.split(",")):
+            root = base / f"xl-{f:g}"
+            rows, gen = generate(root, f, args.hours)
+            size = du(root) / 2**20
+            took, cpu, peak, _ = analyse(root, base / f"out-{f:g}", args.driver_memory)
+            print(f"{f:>8g} {rows:>12,} {gen:>8.1f} {size:>12.1f} {took:>11.1f} {cpu:>8.1f} "
+                  f"{peak:>13.0f}", flush=True)
+            if not args.keep:
+                shutil.rmtree(root, ignore_errors=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
