@@ -109,3 +109,20 @@ def test_in_flight_partition_is_skipped_and_planned_from_its_target() -> None:
     counts = {b: sum(b in after.partitions[("t", i)].replicas for i in range(1, 5))
               for b in (1, 2, 3, 4)}
     assert counts[3] + counts[4] >= 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0])
+def test_grown_cluster_with_hand_crowded_racks_and_a_dead_broker_is_planned(seed: int) -> None:
+    # The starting point at scale: 24 brokers, ~28,000 replicas, ~5% of partitions
+    # with a follower moved by hand into the leader's rack, one dead broker.
+    from kafka_ops.generator import generate_cluster
+
+    cluster = generate_cluster("crowded-medium", seed=seed)
+    # Feasible by construction: 23 live brokers on 3 racks of 7+ each, RF <= 3, no limits
+    # (the max-flow oracle is for test-sized clusters: too slow here).
+    result = plan_rebalance(cluster)
+    after = cluster.with_assignment(result.plan.replicas)
+    assert check_hard_goals(cluster, after) == []
+    statuses = {g.name: g.status for g in result.summary.goals}
+    assert all(statuses[g] == "satisfied" for g in ("rack_awareness", "broker_exclusions"))
