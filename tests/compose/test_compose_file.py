@@ -396,6 +396,10 @@ def test_prometheus_scrapes_every_broker_agent(rendered: dict, variant: str) -> 
         for static in job["static_configs"]:
             for target in static["targets"]:
                 targets[target] = static.get("labels", {})
+    from kafka_ops.monitor.sources import PrometheusConfig
+
+    broker_label = PrometheusConfig("http://prometheus:9090").broker_label  # what the snapshot reads
+    assert [j["job_name"] for j in config["scrape_configs"]] == ["kafka"]
     id_key = "KAFKA_BROKER_ID" if variant == "zookeeper" else "KAFKA_NODE_ID"
     expected = {}
     for name in BROKER_SERVICES[variant]:
@@ -404,7 +408,7 @@ def test_prometheus_scrapes_every_broker_agent(rendered: dict, variant: str) -> 
         rules_mount = next(v for v in svcs[name]["volumes"] if rules.startswith(v["target"]))
         assert (Path(rules_mount["source"]) / Path(rules).relative_to(rules_mount["target"])
                 ).is_file(), f"{name}: exporter rules {rules} not mounted"
-        expected[f"{name}:{port}"] = {"broker_id": env[id_key], "rack": env["KAFKA_BROKER_RACK"]}
+        expected[f"{name}:{port}"] = {broker_label: env[id_key], "rack": env["KAFKA_BROKER_RACK"]}
     assert targets == expected
 
 

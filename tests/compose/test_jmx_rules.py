@@ -137,26 +137,20 @@ def test_the_engine_is_the_exporters_own_special_cases(exporter: Exporter) -> No
     assert exporter.export("java.lang:type=Memory", "HeapMemoryUsage") is None
 
 
-def _monitor_metric_names() -> set[str]:
-    """Every metric name kafka-ops' snapshot reads, from the metrics module that owns the list
-    (kafka_ops/monitor/, from the `metrics` branch); skips until that module is merged."""
-    monitor = pytest.importorskip("kafka_ops.monitor", reason="kafka_ops.monitor not merged yet")
-    import importlib
-    import pkgutil
-
-    names: set[str] = set()
-    for info in pkgutil.walk_packages(monitor.__path__, monitor.__name__ + "."):
-        module = importlib.import_module(info.name)
-        for value in vars(module).values():
-            if isinstance(value, str) and value.startswith("kafka_") and " " not in value:
-                names.add(value)
-    if not names:
-        pytest.skip("kafka_ops.monitor names no kafka_* metric yet")
-    return names
-
-
 def test_every_metric_the_snapshot_reads_is_produced(exporter: Exporter) -> None:
-    produced = {name for name, _ in (exporter.export(m, a) or ("", {}) for m, a, *_ in CONTRACT)}
-    missing = sorted(_monitor_metric_names() - produced)
-    assert not missing, (f"kafka_ops.monitor reads {missing}, which no Kafka MBean sample here "
-                         "produces through the vendored rules: check the name (or add the MBean)")
+    """kafka_ops.monitor.names lists each metric the snapshot reads with the MBean it comes
+    from: through the vendored rules that MBean must give that name and those labels."""
+    from kafka_ops.monitor.names import METRICS
+
+    samples = {"topic": "orders", "partition": "3"}
+    for metric in METRICS:
+        object_name, attribute = metric.mbean.rsplit(" ", 1)
+        domain, _, props = object_name.partition(":")
+        filled = ",".join(f"{k}={samples[k] if v == '*' else v}"
+                          for k, v in (p.split("=", 1) for p in props.split(",")))
+        exported = exporter.export(f"{domain}:{filled}", attribute, 42.0)
+        assert exported is not None, f"{metric.key}: no rule matches {metric.mbean}"
+        name, labels = exported
+        assert name == metric.name, f"{metric.key}: {metric.mbean} exports {name}"
+        assert set(labels) == set(metric.labels), f"{metric.key}: labels {labels}"
+        assert all(labels[k] == samples[k] for k in labels)
