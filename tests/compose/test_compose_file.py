@@ -32,6 +32,7 @@ CONTRACT_CONNECTIONS = {"kafka_default": "kafka", "zookeeper_default": "generic"
                         "kafka_ops_state": "generic"}
 BROKER_SERVICES = {"zookeeper": [f"kafka-{i}" for i in range(1, 5)],
                    "kraft": [f"kraft-{i}" for i in range(1, 4)]}
+POOLS_PATH = "/opt/kafka-ops/config/pools.yaml"
 #: Secrets compose must refuse to run without (each ${VAR:?...} in the file).
 REQUIRED = ["POSTGRES_PASSWORD", "AIRFLOW_FERNET_KEY", "AIRFLOW_JWT_SECRET",
             "AIRFLOW_API_SECRET_KEY", "AIRFLOW_ADMIN_PASSWORD", "AIRFLOW_ONCALL_PASSWORD",
@@ -339,12 +340,14 @@ def test_artifacts_are_shared_with_the_spark_worker(rendered: dict, variant: str
         assert mounts[path]["type"] == "volume" and mounts[path]["source"] == "kafka-ops-artifacts"
 
 
-def test_only_the_zookeeper_cluster_has_pools(rendered: dict) -> None:
-    """The pools file names brokers 1-4; on the three-node KRaft cluster it would fail
-    validation, so that variant sets no kafka_ops_pools Variable."""
-    zk = env_of(services(rendered["zookeeper"])["airflow-scheduler"])
-    kraft = env_of(services(rendered["kraft"])["airflow-scheduler"])
-    assert "AIRFLOW_VAR_KAFKA_OPS_POOLS" in zk and "AIRFLOW_VAR_KAFKA_OPS_POOLS" not in kraft
+def test_pools_are_off_until_an_operator_turns_them_on(rendered: dict) -> None:
+    """The stack starts pool-less (a plain rebalance over every broker); the guide's "Add a
+    pool" sets the Variable to the mounted file."""
+    for variant in VARIANTS:
+        assert "AIRFLOW_VAR_KAFKA_OPS_POOLS" not in env_of(
+            services(rendered[variant])["airflow-scheduler"])
+    guide = (ROOT / "docs" / "operator-guide.md").read_text()
+    assert "airflow variables set kafka_ops_pools " + POOLS_PATH in guide
 
 
 def test_the_pools_file_fits_the_bundled_cluster(rendered: dict) -> None:
@@ -352,8 +355,7 @@ def test_the_pools_file_fits_the_bundled_cluster(rendered: dict) -> None:
     from kafka_ops.pools import load_pools
 
     svcs = services(rendered["zookeeper"])
-    pools_path = env_of(svcs["airflow-scheduler"])["AIRFLOW_VAR_KAFKA_OPS_POOLS"]
-    mount = next(v for v in svcs["airflow-scheduler"]["volumes"] if v["target"] == pools_path)
+    mount = next(v for v in svcs["airflow-scheduler"]["volumes"] if v["target"] == POOLS_PATH)
     pools = load_pools(mount["source"])
     envs = {b: env_of(svcs[b]) for b in BROKER_SERVICES["zookeeper"]}
     brokers = [Broker(id=int(e["KAFKA_BROKER_ID"]), rack=e["KAFKA_BROKER_RACK"])
