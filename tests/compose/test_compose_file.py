@@ -135,6 +135,20 @@ def test_the_kafka_ops_image_matches_the_projects_pins(rendered: dict) -> None:
             assert (ROOT / path).exists(), f"the Dockerfile copies {path}, which does not exist"
 
 
+def test_the_kafka_ops_image_owns_its_volume_mount_points(rendered: dict) -> None:
+    """A named volume starts as a copy of the image's directory; one the image lacks is
+    created root-owned, and the Airflow user could not write there."""
+    svcs = services(rendered["zookeeper"])
+    dockerfile = (ROOT / svcs["airflow-scheduler"]["build"]["dockerfile"]).read_text()
+    made = set(re.findall(r"(/opt/\S+)", " ".join(re.findall(r"mkdir -p ([^&]+)", dockerfile))))
+    for name, svc in svcs.items():
+        if svc["image"] != svcs["airflow-scheduler"]["image"]:
+            continue
+        for vol in svc.get("volumes") or []:
+            if vol["type"] == "volume" and vol["target"] != "/opt/airflow/logs":  # in the base
+                assert vol["target"] in made, f"{name}: {vol['target']} not created in the image"
+
+
 # -- network, health, volumes ---------------------------------------------------------------
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_published_ports_listen_on_loopback_only(rendered: dict, variant: str) -> None:
