@@ -149,6 +149,16 @@ def test_the_kafka_ops_image_owns_its_volume_mount_points(rendered: dict) -> Non
                 assert vol["target"] in made, f"{name}: {vol['target']} not created in the image"
 
 
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_the_broker_image_owns_the_log_dir(rendered: dict, variant: str) -> None:
+    for name in BROKER_SERVICES[variant]:
+        svc = services(rendered[variant])[name]
+        log_dir = env_of(svc)["KAFKA_LOG_DIRS"]
+        assert any(v["target"] == log_dir and v["type"] == "volume" for v in svc["volumes"])
+        dockerfile = (Path(svc["build"]["context"]) / svc["build"]["dockerfile"]).read_text()
+        assert f"mkdir -p {log_dir} && chown appuser {log_dir}" in dockerfile
+
+
 # -- network, health, volumes ---------------------------------------------------------------
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_published_ports_listen_on_loopback_only(rendered: dict, variant: str) -> None:
