@@ -213,7 +213,8 @@ def produce(config: dict[str, str], topics: list[str], total_mb: float, timeout:
 
     started = time.monotonic()
     for i in range(count):
-        topic = hot[i % len(hot)] if i % 2 == 0 else topics[i % len(topics)]
+        turn = i // 2  # even records go round the hot topics, odd ones round all topics
+        topic = hot[turn % len(hot)] if i % 2 == 0 else topics[turn % len(topics)]
         while True:
             try:
                 producer.produce(topic, record, key=str(i).encode(), on_delivery=on_delivery)
@@ -241,6 +242,7 @@ def produce(config: dict[str, str], topics: list[str], total_mb: float, timeout:
                            f"{timeout:g}s ({why}); it may not serve Produce")
     return {"records": count, "delivered": sent, "failed": sum(failed.values()),
             "undelivered": left, "megabytes": round(sent * len(record) / MB, 3),
+            "per_topic": dict(sorted(delivered.items())),
             "seconds": round(time.monotonic() - started, 2),
             "first_error": first_error[0] if first_error else None}
 

@@ -10,6 +10,7 @@ rack), and ``--skew 0.75`` of 8 partitions puts 6 per topic on them, led by brok
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -136,6 +137,29 @@ def test_traffic_is_refused_at_once_by_a_cluster_without_produce() -> None:
         assert all(t in seeded(backend).topics for t in TOPICS)
 
 
+def load_script():
+    spec = importlib.util.spec_from_file_location("seed_cluster", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["seed_cluster"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_traffic_reaches_a_cluster_that_serves_produce() -> None:
+    """The traffic path against librdkafka's built-in mock cluster (a real client speaking the
+    Kafka protocol to brokers that serve Produce and Metadata, nothing else): every record is
+    acknowledged, and the hot third of the topics gets the most of it."""
+    seed_cluster = load_script()
+    topics = [f"t{i}" for i in range(6)]
+    result = seed_cluster.produce({"test.mock.num.brokers": "3"}, topics, 2.0, timeout=30)
+    records = int(2.0 * 1_000_000 / 1024)
+    assert result["records"] == result["delivered"] == records and result["failed"] == 0
+    assert sum(result["per_topic"].values()) == records
+    hot, cold = [result["per_topic"][t] for t in topics[:2]], \
+        [result["per_topic"][t] for t in topics[2:]]
+    assert min(hot) >= 3 * max(cold), result["per_topic"]
+
+
 @pytest.mark.parametrize("args,complaint", [
     (["--replication-factor", "5"], "--replication-factor 5 is more than the 4 brokers"),
     (["--hot-brokers", "1,9"], "--hot-brokers [9] are not brokers"),
@@ -150,6 +174,7 @@ def test_bad_input_is_named_and_creates_nothing(args: list[str], complaint: str)
         assert set(backend.describe_cluster().topics) == {"existing"}
 
 
+@pytest.mark.slow
 def test_the_planner_sees_the_imbalance_it_should_fix() -> None:
     """What the compose stack's first DAG run meets: kafka-ops' own planner, on the seeded
     cluster, proposes moves that spread the replicas."""
