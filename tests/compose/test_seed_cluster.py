@@ -215,3 +215,25 @@ def plan_partitions(output: dict) -> dict[tuple[str, int], list[int]]:
         elif isinstance(node, list):
             stack.extend(node)
     return {}
+
+
+@pytest.mark.slow
+def test_a_sasl_cluster_is_seeded_with_credentials_kept_out_of_the_output(
+        tmp_path: Path) -> None:
+    """Secrets come from --command-config (Kafka tools' properties) and never show, whether
+    the login works or not."""
+    secret = "pw-3f9a1c77e2"
+    with Emulator(four_brokers(), mode="kraft", wire=True,
+                  sasl_plain_users={"kafka-ops": secret}) as emu:
+        for password, code in ((secret, 0), ("wrong-" + secret, 1)):
+            config = tmp_path / f"client-{code}.properties"
+            config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                              f"sasl.username=kafka-ops\nsasl.password={password}\n")
+            result = seed(emu.bootstrap_servers, "--command-config", str(config),
+                          "--timeout", "5", "--prefix", f"sasl{code}.")
+            assert result.returncode == code, result.stderr
+            assert secret not in result.stdout + result.stderr
+            if code == 0:
+                assert "created 4 topics" in result.stdout
+            else:
+                assert "seed: failed:" in result.stderr and "uthentication" in result.stderr
