@@ -108,6 +108,9 @@ def test_every_image_is_pinned(rendered: dict, variant: str) -> None:
         assert _pinned(svc["image"]), f"{name}: image {svc['image']!r} has no pinned tag"
         build = svc.get("build")
         if build:
+            # Built locally, never pulled: a registry namespace we do not own could serve
+            # anything under our image's name.
+            assert svc.get("pull_policy") == "build", f"{name} may be pulled instead of built"
             for arg, value in build.get("args", {}).items():
                 if arg.endswith("_IMAGE"):
                     assert _pinned(value), f"{name}: build arg {arg}={value!r} is not pinned"
