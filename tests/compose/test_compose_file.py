@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import shutil
 import stat
@@ -453,6 +454,21 @@ def test_prometheus_scrapes_every_broker_agent(rendered: dict, variant: str) -> 
                 ).is_file(), f"{name}: exporter rules {rules} not mounted"
         expected[f"{name}:{port}"] = {broker_label: env[id_key], "rack": env["KAFKA_BROKER_RACK"]}
     assert targets == expected
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_prometheus_accepts_its_config(variant: str) -> None:
+    """Prometheus' own checker (promtool, from Debian's prometheus package) on the file the
+    variant mounts."""
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        if os.environ.get("CI"):
+            pytest.fail("promtool missing: scripts/setup.sh installs Debian's prometheus")
+        pytest.skip("promtool (Debian's prometheus package) is not installed")
+    config = ROOT / "docker" / "prometheus" / f"prometheus-{variant}.yml"
+    result = subprocess.run([promtool, "check", "config", str(config)], capture_output=True,
+                            text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
