@@ -537,6 +537,22 @@ def test_the_spark_driver_is_reachable_from_the_worker(rendered: dict) -> None:
     assert not pinned, f"pinned to loopback whatever the master: {pinned}"
 
 
+def test_the_guides_local_spark_override_validates(tmp_path: Path) -> None:
+    """The operator guide's docker-compose.override.yml (the Spark gap's workaround) is valid
+    and switches only the scheduler's spark_default to local[*]."""
+    guide = (ROOT / "docs" / "operator-guide.md").read_text()
+    block = re.search(r"```yaml\n# docker-compose.override.yml\n(.*?)```", guide, re.S)
+    assert block, "the guide lost its override example"
+    override = tmp_path / "docker-compose.override.yml"
+    override.write_text(block.group(1))
+    result = run_compose("-f", str(override), "config", "--format", "json",
+                         env=variant_env("zookeeper"))
+    assert result.returncode == 0, result.stderr
+    svcs = json.loads(result.stdout)["services"]
+    assert connections(svcs["airflow-scheduler"])["spark_default"]["host"] == "local[*]"
+    assert connections(svcs["airflow-triggerer"])["spark_default"]["host"] == "spark://spark-master"
+
+
 def _provider_hook(default_conn_name: str) -> type:
     """The Airflow provider's hook class for a connection (found by its default_conn_name,
     as Airflow's own hook registry does); skips until the provider is merged here."""
