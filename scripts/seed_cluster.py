@@ -203,7 +203,7 @@ def produce(config: dict[str, str], topics: list[str], total_mb: float, timeout:
     delivered, failed = Counter(), Counter()
     first_error: list[str] = []
 
-    def on_delivery(err, msg) -> None:  # noqa: ANN001 - confluent-kafka's callback
+    def on_delivery(err, msg) -> None:
         if err is None:
             delivered[msg.topic()] += 1
         else:

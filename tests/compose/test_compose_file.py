@@ -21,9 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-
-from conftest import (COMPOSE_FILE, ENV_EXAMPLE, ROOT, VARIANTS, read_env_file, run_compose,
-                      variant_env)
+from conftest import COMPOSE_FILE, ENV_EXAMPLE, ROOT, VARIANTS, read_env_file, run_compose, variant_env
 
 AIRFLOW_COMPONENTS = {"airflow-apiserver": "api-server", "airflow-scheduler": "scheduler",
                       "airflow-dag-processor": "dag-processor", "airflow-triggerer": "triggerer"}
@@ -134,7 +132,7 @@ def test_the_kafka_ops_image_matches_the_projects_pins(rendered: dict) -> None:
     dockerfile = (ROOT / svc["build"]["dockerfile"]).read_text()
     assert f"ARG AIRFLOW_VERSION={version}" in dockerfile
     assert f"ARG AIRFLOW_IMAGE={base}" in dockerfile
-    for src in re.findall(r"^COPY (?:--\S+ )*(.+) \S+$", dockerfile, re.M):
+    for src in re.findall(r"^COPY (?:--\S+ )*(.+) \S+$", dockerfile, re.MULTILINE):
         for path in src.split():
             assert (ROOT / path).exists(), f"the Dockerfile copies {path}, which does not exist"
 
@@ -290,7 +288,7 @@ def test_connections_point_at_the_services_that_serve_them(rendered: dict, varia
     for server in servers:
         host = server.split(":")[0]
         broker = env_of(svcs[host])
-        advertised = dict(reversed(l.split("://")) for l in
+        advertised = dict(reversed(listener.split("://")) for listener in
                           broker["KAFKA_ADVERTISED_LISTENERS"].split(","))
         assert server in advertised, f"{server} is not a listener {host} advertises"
         listener = advertised[server]
@@ -417,8 +415,8 @@ def test_brokers_have_racks_ids_and_loopback_listeners(rendered: dict, variant: 
         env = env_of(svcs[name])
         ids.append(int(env[id_key]))
         racks.add(env["KAFKA_BROKER_RACK"])
-        external = [l for l in env["KAFKA_ADVERTISED_LISTENERS"].split(",")
-                    if l.startswith("EXTERNAL://")]
+        external = [listener for listener in env["KAFKA_ADVERTISED_LISTENERS"].split(",")
+                    if listener.startswith("EXTERNAL://")]
         port = int(external[0].rsplit(":", 1)[1])
         assert external == [f"EXTERNAL://127.0.0.1:{port}"]
         assert [(p["host_ip"], int(p["published"]), p["target"]) for p in svcs[name]["ports"]] \
@@ -541,7 +539,7 @@ def test_the_guides_local_spark_override_validates(tmp_path: Path) -> None:
     """The operator guide's docker-compose.override.yml (the Spark gap's workaround) is valid
     and switches only the scheduler's spark_default to local[*]."""
     guide = (ROOT / "docs" / "operator-guide.md").read_text()
-    block = re.search(r"```yaml\n# docker-compose.override.yml\n(.*?)```", guide, re.S)
+    block = re.search(r"```yaml\n# docker-compose.override.yml\n(.*?)```", guide, re.DOTALL)
     assert block, "the guide lost its override example"
     override = tmp_path / "docker-compose.override.yml"
     override.write_text(block.group(1))

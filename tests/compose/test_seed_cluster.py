@@ -196,7 +196,9 @@ def test_the_planner_sees_the_imbalance_it_should_fix() -> None:
             if (p.topic, p.partition) in moves:
                 after.subtract(p.replicas)
                 after.update(moves[(p.topic, p.partition)])
-        spread = lambda c: max(c.values()) - min(c[b] for b in RACKS)  # noqa: E731
+        def spread(counts: Counter) -> int:
+            return max(counts.values()) - min(counts[b] for b in RACKS)
+
         assert spread(after) < spread(per_broker) / 2, (per_broker, after)
 
 
