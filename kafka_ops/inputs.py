@@ -23,6 +23,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from kafka_ops.errors import ValidationError
 
@@ -353,6 +354,41 @@ def check_state_dir(value: str | Path) -> Path:
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise InputError(f"state directory {value} cannot be created: {ancestor} is not writable")
     return p
+
+
+def check_output_dir(value: str | Path, what: str = "output directory") -> Path:
+    """A directory we may write into: it exists, or its parent does (it is created then)."""
+    p = Path(value)
+    if not str(value).strip():
+        raise InputError(f"{what}: empty path")
+    if p.exists() and not p.is_dir():
+        raise InputError(f"{what} {value} is a file; give a directory")
+    target = p if p.exists() else p.parent if str(p.parent) else Path(".")
+    if not target.is_dir():
+        raise InputError(f"{what} {value}: directory {target} does not exist")
+    if not os.access(target, os.W_OK | os.X_OK):
+        raise InputError(f"{what} {value}: directory {target} is not writable")
+    return p
+
+
+def output_dir(value: str) -> str:
+    """argparse type for a dataset or artifacts directory: see check_output_dir."""
+    check_output_dir(value)
+    return value
+
+
+def http_url(value: str) -> str:
+    """An http(s) base URL with a host (Prometheus' HTTP API); credentials never in it."""
+    parsed = urlsplit(value.strip())
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise InputError(f"{short_repr(value)} is not an http(s)://HOST[:PORT] URL")
+    if parsed.username or parsed.password:
+        raise InputError("credentials do not belong in the URL: put them in the config file")
+    try:
+        parsed.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        raise InputError(f"{short_repr(value)}: the port is not a number in 0..65535") from None
+    return value.strip()
 
 
 def state_dir(value: str) -> str:

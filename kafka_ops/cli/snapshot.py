@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import math
 import os
 
+from kafka_ops import inputs
 from kafka_ops.cli.common import (
     add_cluster_args,
     add_json_flag,
@@ -35,14 +37,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("snapshot", help="sample broker metrics into a Parquet dataset",
                                    description=__doc__)
     add_cluster_args(parser)
-    parser.add_argument("--dataset", required=True, metavar="DIR", help="snapshot dataset root")
+    parser.add_argument("--dataset", required=True, metavar="DIR", type=inputs.output_dir,
+                        help="snapshot dataset root")
     parser.add_argument("--name", required=True, metavar="CLUSTER",
                         help="cluster name (the dataset's partition key)")
-    parser.add_argument("--prometheus", metavar="URL", help="Prometheus base URL")
+    parser.add_argument("--prometheus", metavar="URL", type=inputs.http_url,
+                        help="Prometheus base URL")
     parser.add_argument("--prometheus-config", metavar="FILE",
+                        type=inputs.input_file("--prometheus-config"),
                         help="properties: username=, password= or bearer_token=")
     parser.add_argument("--job", help="only this Prometheus scrape job")
-    parser.add_argument("--step", type=float, default=300.0, help="seconds between samples")
+    parser.add_argument("--step", type=inputs.positive_seconds, default=300.0,
+                        help="seconds between samples")
     parser.add_argument("--start", help="backfill from (epoch seconds or ISO-8601)")
     parser.add_argument("--end", help="backfill up to (default: now)")
     add_json_flag(parser)
@@ -53,9 +59,13 @@ def parse_time(text: str | None, what: str) -> float | None:
     if text is None:
         return None
     try:
-        return float(text)
+        seconds = float(text)
     except ValueError:
         pass
+    else:
+        if not math.isfinite(seconds) or seconds < 0:
+            raise ValidationError(f"--{what} {text!r}: not a time")
+        return seconds
     try:
         t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
@@ -75,8 +85,6 @@ def prometheus_config(args: argparse.Namespace) -> PrometheusConfig:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.step <= 0:
-        raise ValidationError("--step must be a positive number of seconds")
     start, end = parse_time(args.start, "start"), parse_time(args.end, "end")
     if start is not None and end is not None and end < start:
         raise ValidationError("--end is before --start")

@@ -288,6 +288,19 @@ def build_cases() -> list[Case]:
                   ("--replica-assignment", "0:0"),
                   ("--partitions", "3")):
         cases.append(Case(f"assign {' '.join(extra)}", (*assign, *extra)))
+    snapshot = ("snapshot", "--cluster", snap, "--dataset", "@dir", "--name", "c1")
+    for opt, values in {
+        "--step": ["0", "-1", "nan", "inf", "x"], "--start": ["bogus", "nan", "-5"],
+        "--end": ["yesterday"], "--dataset": ["@pools", "@nodir/deeper/ds", ""],
+        "--prometheus": ["not a url", "ftp://h:9090", "http://:9090", "http://h:99999",
+                         "http://user:pw@h:9090"],
+    }.items():
+        cases += [Case(f"snapshot {opt}={v!r}", (*snapshot, opt, v)) for v in values]
+    cases.append(Case("snapshot --end before --start",
+                      (*snapshot, "--start", "2000", "--end", "1000")))
+    cases += _file_cases(props, lambda f: [*snapshot, "--prometheus", "http://127.0.0.1:1",
+                                           "--prometheus-config", f],
+                         "snapshot --prometheus-config")
     cases.append(Case("status --state-dir=empty", ("status", "--state-dir", "@statedir")))
     cases.append(Case("cancel nothing to cancel", ("cancel", *zk, "--state-dir", "@statedir"),
                       live=True))
