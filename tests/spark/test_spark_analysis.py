@@ -24,6 +24,7 @@ from kafka_ops.snapshot import save_snapshot
 from kafka_ops.testing.zookeeper import free_port
 from spark_jobs.balance_analysis import analyze
 
+pytestmark = pytest.mark.slow  # a SparkSession takes 10-25 s to start here
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 T0 = 1_699_999_800  # a multiple of 300
@@ -194,7 +195,6 @@ def _submit(master: str, data: Path, out: Path, timeout: float = 240) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.slow
 def test_spark_submit_local_and_the_planner_reads_it(tmp_path: Path) -> None:
     data, out = tmp_path / "ds", tmp_path / "out"
     hand_dataset(data)
@@ -223,7 +223,6 @@ def test_spark_submit_local_and_the_planner_reads_it(tmp_path: Path) -> None:
     assert not goals[False]["network_in"]["before"].get("max_over_mean")
 
 
-@pytest.mark.slow
 def test_spark_standalone_cluster(tmp_path: Path) -> None:
     """A real Spark standalone master and worker from pyspark's spark-class, on loopback."""
     data, out = tmp_path / "ds", tmp_path / "out"
