@@ -1,0 +1,82 @@
+"""One real Airflow per test session, and a fresh emulated cluster per test.
+
+``airflow_stack``: Airflow 3.3.2 (api-server, scheduler, dag-processor, triggerer, SQLite) on
+loopback with the project's dags/ and plugins/, its artifacts in a temporary directory and the
+DAGs parsed and unpaused. ``emulated_cluster``: the example cluster (9 brokers, unbalanced:
+brokers 1-3 carry a third of the others' replicas) emulated on its own ZooKeeper chroot, reached
+by the DAGs through a connection of its own (``conn_id``), so tests never share cluster state.
+Every test drives Airflow the way on-call does: over the REST API.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from kafka_ops.emulator.runtime import Emulator
+from kafka_ops.model import ClusterModel
+from kafka_ops.snapshot import load_snapshot
+from kafka_ops.testing.airflow import AirflowStack
+from kafka_ops.testing.zookeeper import ZooKeeperServer
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "kafka_ops" / "examples" / "cluster.json"
+DAG_IDS = ("kafka_rebalance", "kafka_pool_migration", "kafka_broker_operation")
+
+
+@pytest.fixture(scope="session")
+def airflow_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowStack]:
+    home = tmp_path_factory.mktemp("airflow")
+    artifacts = tmp_path_factory.mktemp("artifacts")
+    stack = AirflowStack(home=home, env={
+        "AIRFLOW_VAR_KAFKA_OPS_ARTIFACTS": str(artifacts),
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[*]"}),
+        "AIRFLOW_CONN_KAFKA_OPS_STATE": json.dumps({
+            "conn_type": "generic", "extra": {"url": (artifacts / "state").as_uri()}}),
+    })
+    stack.artifacts = artifacts  # type: ignore[attr-defined]
+    try:
+        stack.start()
+        stack.wait_dags(DAG_IDS)
+        yield stack
+    except BaseException:
+        for name in ("scheduler", "dag-processor", "triggerer", "api-server"):
+            print(f"--- {name} log (tail) ---\n{stack.logs(name)[-4000:]}")
+        raise
+    finally:
+        stack.stop()
+
+
+@dataclass
+class EmulatedCluster:
+    """What a test gets: the emulator (its own record of the cluster, faults) and the id of the
+    Airflow connection that reaches it."""
+
+    emulator: Emulator
+    conn_id: str
+    zookeeper: str
+
+    @property
+    def model(self) -> ClusterModel:
+        return self.emulator.cluster.to_model()
+
+    def replicas(self) -> dict[tuple[str, int], tuple[int, ...]]:
+        return {(tp.topic, tp.partition): p.replicas for tp, p in self.model.partitions.items()}
+
+
+@pytest.fixture
+def emulated_cluster(airflow_stack: AirflowStack, zookeeper_server: ZooKeeperServer
+                     ) -> Iterator[EmulatedCluster]:
+    chroot = f"/kafka-{uuid.uuid4().hex[:10]}"
+    connect = zookeeper_server.connect_string + chroot
+    conn_id = f"zk_{uuid.uuid4().hex[:10]}"
+    with Emulator(load_snapshot(EXAMPLE), zookeeper=connect, speed=600) as emulator:
+        airflow_stack.set_connection(conn_id, "generic", host="127.0.0.1",
+                                     port=zookeeper_server.port, extra={"chroot": chroot})
+        yield EmulatedCluster(emulator, conn_id, connect)
+        airflow_stack.api("DELETE", f"/connections/{conn_id}", ok=(404,))
