@@ -34,7 +34,7 @@ class ExecuteReassignmentOperator(KafkaOpsOperator):
             raise AirflowFailException("the plan was not approved: nothing executes")
         planned = self.planned(context)
         params = context["params"]
-        with self.cluster_hook(context).get_conn() as backend:
+        with self.cluster_hook(context).backend() as backend:
             started = workflow.start_execution(
                 backend, self.store(context), planned["digest"], options={
                     "throttle": params["throttle"], "concurrency": params["concurrency"],
@@ -52,7 +52,7 @@ class ExecuteReassignmentOperator(KafkaOpsOperator):
     def _step(self, context: Any) -> Any:
         from kafka_ops import workflow
 
-        with self.cluster_hook(context).get_conn() as backend:
+        with self.cluster_hook(context).backend() as backend:
             outcome = workflow.step_execution(backend, self.store(context))
         self.log.info("%s", outcome.describe())
         if not outcome.finished:
@@ -80,7 +80,7 @@ class VerifyReassignmentOperator(KafkaOpsOperator):
     def execute(self, context: Any) -> Any:
         from kafka_ops import workflow
 
-        with self.cluster_hook(context).get_conn() as backend:
+        with self.cluster_hook(context).backend() as backend:
             result = workflow.verify(backend, self.planned(context)["plan"])
         self.log.info("%s", result.describe())
         if not result.ok:
@@ -92,7 +92,7 @@ class ElectPreferredLeadersOperator(KafkaOpsOperator):
     def execute(self, context: Any) -> Any:
         from kafka_ops import workflow
 
-        with self.cluster_hook(context).get_conn() as backend:
+        with self.cluster_hook(context).backend() as backend:
             result = workflow.elect_preferred_leaders(backend, self.planned(context)["plan"])
         self.log.info("%s", result.describe())
         return result.to_dict()
@@ -102,7 +102,7 @@ class ClearThrottlesOperator(KafkaOpsOperator):
     def execute(self, context: Any) -> Any:
         from kafka_ops import workflow
 
-        with self.cluster_hook(context).get_conn() as backend:
+        with self.cluster_hook(context).backend() as backend:
             result = workflow.clear_throttles(backend, self.store(context))
         self.log.info("%s", result.describe())
         return result.to_dict()
@@ -118,7 +118,7 @@ class MakeSafeOperator(KafkaOpsOperator):
     def execute(self, context: Any) -> Any:
         from kafka_ops import workflow
 
-        with self.cluster_hook(context).get_conn() as backend:
+        with self.cluster_hook(context).backend() as backend:
             result = workflow.make_safe(backend, self.store(context))
         self.log.warning("%s", result.describe())
         return result.to_dict()
@@ -131,7 +131,7 @@ class ReassignmentReportOperator(KafkaOpsOperator):
         from kafka_ops import workflow
 
         out = self.artifacts(context)
-        with self.cluster_hook(context).get_conn() as backend:
+        with self.cluster_hook(context).backend() as backend:
             report = workflow.final_report(backend, self.store(context), self.planned(context),
                                            out)
         text = report.text()

@@ -38,20 +38,34 @@ def pools_file() -> str | None:
 
 
 class SnapshotMetricsOperator(KafkaOpsOperator):
-    """Cluster metadata plus the metrics window from Prometheus, appended to the snapshots."""
+    """Cluster metadata plus the metrics since the last snapshot (Prometheus, or the backend's
+    log sizes alone without a `prometheus_default` connection), appended to the snapshots."""
 
     def execute(self, context: Any) -> Any:
-        from kafka_ops import monitor
+        from kafka_ops.monitor.snapshot import take_snapshot
+        from kafka_ops.monitor.sources import BackendSource, PrometheusConfig, PrometheusSource
 
         params = context["params"]
-        snapshots = Path(artifacts_dir(), "snapshots")
+        dataset = Path(artifacts_dir(), "snapshots")
         analysis = self.artifacts(context) / "analysis"
         prometheus = PrometheusHook(params["prometheus_conn_id"]).settings()
-        with self.cluster_hook(context).get_conn() as backend:
-            result = monitor.take_snapshot(backend, snapshots, prometheus=prometheus,
-                                           window_minutes=int(params["window_minutes"]))
-        self.log.info("%s", result.describe())
-        return {**result.to_dict(), "snapshots": str(snapshots), "analysis": str(analysis)}
+        source = (PrometheusSource(PrometheusConfig(**prometheus)) if prometheus
+                  else BackendSource())
+        cluster = cluster_name(params)
+        with self.cluster_hook(context).backend() as backend:
+            model = backend.describe_cluster()
+        result = take_snapshot(model, source, dataset, cluster,
+                               step=float(params["snapshot_step_seconds"]))
+        self.log.info("snapshot of %s from %s: %d sample times, rows %s, issues %s", cluster,
+                      source.__class__.__name__, result.samples, result.rows,
+                      result.issues or "none")
+        return {**result.to_dict(), "snapshots": str(dataset), "analysis": str(analysis)}
+
+
+def cluster_name(params: Any) -> str:
+    """The cluster's name in the snapshot dataset: the connection that reaches it."""
+    return str(params.get("cluster_name") or params.get("zookeeper_conn_id")
+               or params["kafka_conn_id"])
 
 
 class BalanceCheckOperator(ShortCircuitOperator):
@@ -84,7 +98,7 @@ class ValidateRequestOperator(KafkaOpsOperator):
     def execute(self, context: Any) -> Any:
         from kafka_ops import workflow
 
-        with self.cluster_hook(context).get_conn() as backend:
+        with self.cluster_hook(context).backend() as backend:
             request = workflow.plan_request(self.mode, dict(context["params"]),
                                             pools=pools_file())
             request.validate(backend)
@@ -110,7 +124,7 @@ class PlanReassignmentOperator(KafkaOpsOperator):
         if self.analysis_task_id:
             loads = context["ti"].xcom_pull(task_ids=self.analysis_task_id)["analysis"]
         out = self.artifacts(context)
-        with self.cluster_hook(context).get_conn() as backend:
+        with self.cluster_hook(context).backend() as backend:
             request = workflow.plan_request(self.mode, params, pools=pools_file(), loads=loads)
             planned = workflow.plan_and_digest(backend, request, out,
                                                throttle=int(params["throttle"]))
