@@ -54,5 +54,5 @@ class PlanApprovalOperator(ApprovalOperator):
         self.subject = digest_subject(planned, context["dag"].dag_id)
         self.body = digest_markdown(planned)
         self.response_timeout = timedelta(minutes=float(params["approval_timeout_minutes"]))
-        self.log.info("Approval requested for digest %s:\n%s", digest["hash"], self.body)
+        self.log.info("Approval requested for digest %s:\n%s", digest["content_hash"], self.body)
         return super().execute(context)
