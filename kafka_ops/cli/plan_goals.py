@@ -17,6 +17,7 @@ from pathlib import Path
 from kafka_ops.charts import plot_broker_load
 from kafka_ops.cli.common import add_cluster_args, add_json_flag, load_cluster, parse_int_list, print_json
 from kafka_ops.errors import ValidationError
+from kafka_ops.loads import load_source_from_spec, with_loads
 from kafka_ops.model import ClusterModel
 from kafka_ops.planner import (
     SOFT_GOALS,
@@ -82,7 +83,18 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="write the plan here and its rollback to PLAN.rollback.json")
     parser.add_argument("--chart", metavar="FILE.png",
                         help="draw per-broker load (replicas, leaders, disk, bytes in) before and after")
+    parser.add_argument("--loads", metavar="DIR|SPEC",
+                        help="partition loads to plan with: a balance-analysis output directory "
+                             "(spark_jobs/balance_analysis.py), or file:PATH, snapshots:DIR")
     add_json_flag(parser)
+
+
+def _cluster(args: argparse.Namespace) -> ClusterModel:
+    """The cluster state, with --loads laid over it (partitions it lacks keep their own loads)."""
+    cluster = load_cluster(args)
+    if getattr(args, "loads", None):
+        cluster, _ = with_loads(cluster, load_source_from_spec(args.loads))
+    return cluster
 
 
 def _options(args: argparse.Namespace) -> PlannerOptions:
@@ -122,37 +134,37 @@ def _pools(args: argparse.Namespace) -> PoolSet | None:
 
 
 def _rebalance(args: argparse.Namespace) -> int:
-    cluster = load_cluster(args)
+    cluster = _cluster(args)
     result = plan_rebalance(cluster, _pools(args), _options(args), topics=_names(args.topics) or None,
                             pool=args.pool)
     return _report(args, cluster, result)
 
 
 def _add_brokers(args: argparse.Namespace) -> int:
-    cluster = load_cluster(args)
+    cluster = _cluster(args)
     brokers = parse_int_list(args.brokers, "--brokers")
     return _report(args, cluster, plan_add_brokers(cluster, brokers, _pools(args), _options(args)))
 
 
 def _remove_brokers(args: argparse.Namespace) -> int:
-    cluster = load_cluster(args)
+    cluster = _cluster(args)
     brokers = parse_int_list(args.brokers, "--brokers")
     return _report(args, cluster, plan_remove_brokers(cluster, brokers, _pools(args), _options(args)))
 
 
 def _demote(args: argparse.Namespace) -> int:
-    cluster = load_cluster(args)
+    cluster = _cluster(args)
     brokers = parse_int_list(args.brokers, "--brokers")
     return _report(args, cluster, plan_demote(cluster, brokers, _pools(args), _options(args)))
 
 
 def _fix_offline(args: argparse.Namespace) -> int:
-    cluster = load_cluster(args)
+    cluster = _cluster(args)
     return _report(args, cluster, plan_fix_offline(cluster, _pools(args), _options(args)))
 
 
 def _set_rf(args: argparse.Namespace) -> int:
-    cluster = load_cluster(args)
+    cluster = _cluster(args)
     result = plan_set_replication_factor(cluster, _names(args.topics), args.rf, _pools(args),
                                          _options(args))
     return _report(args, cluster, result)
@@ -162,13 +174,13 @@ def _migrate_pool(args: argparse.Namespace) -> int:
     pools = _pools(args)
     if pools is None:
         raise ValidationError("migrate-pool needs a pools file (--pools)")
-    cluster = load_cluster(args)
+    cluster = _cluster(args)
     result = plan_migrate_pool(cluster, pools, _names(args.topics) or None, _options(args))
     return _report(args, cluster, result)
 
 
 def _replace(args: argparse.Namespace) -> int:
-    cluster = load_cluster(args)
+    cluster = _cluster(args)
     return _report(args, cluster, plan_replace_broker(cluster, args.old, args.new, _pools(args),
                                                       _options(args)))
 
