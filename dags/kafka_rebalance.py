@@ -66,8 +66,10 @@ with DAG(
         application=ANALYSIS_JOB,
         application_args=[
             "--snapshots", "{{ ti.xcom_pull(task_ids='snapshot')['snapshots'] }}",
+            "--cluster", "{{ ti.xcom_pull(task_ids='snapshot')['cluster'] }}",
+            "--start", "{{ ti.xcom_pull(task_ids='snapshot')['window_start'] }}",
+            "--end", "{{ ti.xcom_pull(task_ids='snapshot')['window_end'] }}",
             "--output", "{{ ti.xcom_pull(task_ids='snapshot')['analysis'] }}",
-            "--window-minutes", "{{ params.window_minutes }}",
         ],
         conf=SPARK_CONF,
         env_vars={"SPARK_LOCAL_IP": "127.0.0.1"},

@@ -60,7 +60,10 @@ class SnapshotMetricsOperator(KafkaOpsOperator):
         self.log.info("snapshot of %s from %s: %d sample times, rows %s, issues %s", cluster,
                       source.__class__.__name__, result.samples, result.rows,
                       result.issues or "none")
-        return {**result.to_dict(), "snapshots": str(dataset), "analysis": str(analysis)}
+        window_end = int(result.end)
+        return {**result.to_dict(), "snapshots": str(dataset), "analysis": str(analysis),
+                "window_start": window_end - 60 * int(params.get("window_minutes", 60)),
+                "window_end": window_end}
 
 
 def cluster_name(params: Any) -> str:
@@ -82,15 +85,31 @@ class BalanceCheckOperator(ShortCircuitOperator):
 
         analysis = context["ti"].xcom_pull(task_ids=self.snapshot_task_id)["analysis"]
         summary = AnalysisOutputSource(analysis).summary()
-        imbalanced = sorted(summary.get("imbalanced") or [])
-        anomalies = summary.get("anomalies") or {}
-        found = {k: v for k, v in anomalies.items() if v}
-        self.log.info("analysis: imbalanced resources %s; anomalies %s", imbalanced or "none",
-                      found or "none")
+        verdict = needs_action(summary)
+        for line in verdict["lines"]:
+            self.log.info("%s", line)
         if context["params"].get("force"):
             self.log.info("force: planning regardless")
             return True
-        return bool(imbalanced or found)
+        return verdict["act"]
+
+
+def needs_action(summary: dict[str, Any]) -> dict[str, Any]:
+    """Act when a resource is out of balance or an anomaly the planner repairs is present;
+    hot partitions and metric gaps are reported (a plan cannot fix them)."""
+    imbalance = summary.get("imbalance") or {}
+    out_of_balance = sorted(r for r, v in imbalance.items() if not v.get("balanced", True))
+    anomalies = summary.get("anomalies") or {}
+    repairable = {k: anomalies.get(k) for k in (
+        "offline_partitions", "under_replicated_partitions", "dead_brokers",
+        "brokers_without_load", "over_capacity") if anomalies.get(k)}
+    lines = [f"{r}: max/mean {v.get('max_over_mean')} "
+             f"({'ok' if v.get('balanced', True) else 'OUT OF BALANCE'})"
+             for r, v in sorted(imbalance.items())]
+    lines.append(f"anomalies to repair: {repairable or 'none'}")
+    lines.append(f"reported only: hot partitions {anomalies.get('hot_partition_count', 0)}, "
+                 f"metric gaps {anomalies.get('metric_gaps') or 'none'}")
+    return {"act": bool(out_of_balance or repairable), "lines": lines}
 
 
 def plan_request(mode: str, params: dict[str, Any]) -> dict[str, Any]:
