@@ -15,7 +15,7 @@
 - execute: deferred; the triggerer polls progress, no worker slot waits for replication.
 
 Schedule: `[kafka_ops] rebalance_schedule` (AIRFLOW__KAFKA_OPS__REBALANCE_SCHEDULE; daily by
-default); the snapshot alone runs more often in `kafka_metrics_snapshot`
+default; "none" turns it off); the snapshot alone runs more often in `kafka_metrics_snapshot`
 (`[kafka_ops] snapshot_schedule`, hourly). Trigger it by hand with the same Params.
 """
 
@@ -49,9 +49,17 @@ PARAMS = {
                    description="plan even when the analysis finds the cluster balanced"),
 }
 
+
+
+def schedule(option: str, default: str) -> str | None:
+    """A cron expression or preset from ``[kafka_ops] <option>``; "none" turns it off."""
+    value = conf.get("kafka_ops", option, fallback=default).strip()
+    return None if value.lower() in ("", "none", "off") else value
+
+
 with DAG(
     dag_id="kafka_rebalance",
-    schedule=conf.get("kafka_ops", "rebalance_schedule", fallback="@daily"),
+    schedule=schedule("rebalance_schedule", "@daily"),
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,
@@ -83,7 +91,7 @@ with DAG(
 
 with DAG(
     dag_id="kafka_metrics_snapshot",
-    schedule=conf.get("kafka_ops", "snapshot_schedule", fallback="@hourly"),
+    schedule=schedule("snapshot_schedule", "@hourly"),
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,

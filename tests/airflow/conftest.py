@@ -36,6 +36,9 @@ def airflow_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowS
     artifacts = tmp_path_factory.mktemp("artifacts")
     stack = AirflowStack(home=home, env={
         "AIRFLOW_VAR_KAFKA_OPS_ARTIFACTS": str(artifacts),
+        # Tests trigger every run themselves, each against its own cluster.
+        "AIRFLOW__KAFKA_OPS__REBALANCE_SCHEDULE": "none",
+        "AIRFLOW__KAFKA_OPS__SNAPSHOT_SCHEDULE": "none",
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[*]"}),
         "AIRFLOW_CONN_KAFKA_OPS_STATE": json.dumps({
             "conn_type": "generic", "extra": {"url": (artifacts / "state").as_uri()}}),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow.exceptions import AirflowFailException
+from airflow.exceptions import AirflowFailException, AirflowSkipException
 
 from kafka_ops_provider.operators.base import KafkaOpsOperator
 from kafka_ops_provider.triggers.progress import ExecutionProgressTrigger
@@ -150,7 +150,10 @@ class MakeSafeOperator(KafkaOpsOperator):
 
         store = self.store(context)
         state = store.load()
-        done: dict[str, Any] = {"execution": state.status if state else "never started"}
+        if state is None:  # failed before anything was recorded, so before anything was sent
+            self.log.info("no execution was started in this run: nothing to make safe")
+            return {"execution": "never started"}
+        done: dict[str, Any] = {"execution": state.status}
         hook = self.cluster_hook(context)
         if state is not None and state.status in ("running", "cancelling"):
             result = workflow.cancel_execution(store, hook.get_conn, wait=120.0)
@@ -175,6 +178,8 @@ class ReassignmentReportOperator(KafkaOpsOperator):
         from kafka_ops_provider.operators.report_text import write_report
 
         ti = context["ti"]
+        if not ti.xcom_pull(task_ids=self.plan_task_id):
+            raise AirflowSkipException("no plan was made in this run: nothing to report")
         out = self.artifacts(context)
         with self.cluster_hook(context).backend() as backend:
             after = backend.describe_cluster()
