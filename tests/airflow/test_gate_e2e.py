@@ -8,16 +8,12 @@ so they stay quick) with answers given over Airflow's REST API, as on-call gives
 from __future__ import annotations
 
 import pytest
+from e2e_helpers import OPS, REMOVE, throttles_left
 
 from kafka_ops.testing.airflow import wait_for
 
-from .test_rebalance_e2e import FAST, throttles_left
-
 pytestmark = [pytest.mark.slow, pytest.mark.zookeeper, pytest.mark.timeout(900)]
 
-OPS = "kafka_broker_operation"
-REMOVE = {"mode": "remove", "brokers": [9], "throttle": FAST["throttle"], "concurrency": 4,
-          "poll_interval": 1.0}
 
 
 def test_reject_changes_nothing(airflow_stack, cluster) -> None:
