@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from airflow.exceptions import AirflowNotFoundException
+from airflow.sdk.exceptions import AirflowNotFoundException
 from airflow.sdk import BaseHook
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from airflow.exceptions import AirflowNotFoundException
+from airflow.sdk.exceptions import AirflowNotFoundException
 from airflow.sdk import BaseHook, BaseNotifier
 
 

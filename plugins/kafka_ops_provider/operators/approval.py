@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from airflow.configuration import conf
-from airflow.exceptions import AirflowSkipException
+from airflow.sdk.exceptions import AirflowSkipException
 from airflow.providers.standard.operators.hitl import ApprovalOperator
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow.exceptions import AirflowFailException, AirflowSkipException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from kafka_ops_provider.operators.base import KafkaOpsOperator
 from kafka_ops_provider.triggers.progress import ExecutionProgressTrigger

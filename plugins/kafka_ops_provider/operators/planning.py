@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from airflow.exceptions import AirflowFailException, AirflowSkipException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from airflow.providers.standard.operators.python import ShortCircuitOperator
 from airflow.sdk import Variable
 
