@@ -11,7 +11,7 @@ from kafka_ops.throttle import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LE
 
 THROTTLE_KEYS = {LEADER_RATE, FOLLOWER_RATE, LEADER_REPLICAS, FOLLOWER_REPLICAS}
 # Fast enough for CI: the emulator replicates at 600x real time; polls every second.
-FAST = {"throttle": 200_000_000, "concurrency": 4, "poll_interval": 1.0, "force": True}
+FAST = {"throttle": 200_000_000, "concurrency": 8, "poll_interval": 1.0, "force": True}
 
 
 def replica_spread(model) -> float:
@@ -44,5 +44,5 @@ def inbox(stack: AirflowStack) -> list[dict]:
 
 OPS = "kafka_broker_operation"
 #: Remove broker 9: data moves, and no Spark step, so gate and failure tests stay quick.
-REMOVE = {"mode": "remove", "brokers": [9], "throttle": FAST["throttle"], "concurrency": 4,
+REMOVE = {"mode": "remove", "brokers": [9], "throttle": FAST["throttle"], "concurrency": 8,
           "poll_interval": 1.0}

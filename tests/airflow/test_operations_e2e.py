@@ -40,7 +40,7 @@ def test_pool_migration_moves_topics_into_their_pool(airflow_stack, cluster) -> 
         dag = "kafka_pool_migration"
         run_id = airflow_stack.trigger(dag, {
             **cluster.conf, "pool": "payments", "topic_pattern": r"payments\..*|ledger",
-            "throttle": FAST["throttle"], "concurrency": 4, "poll_interval": 1.0})
+            "throttle": FAST["throttle"], "concurrency": 8, "poll_interval": 1.0})
         body = airflow_stack.answer(dag, run_id, "approve", "Approve")
         assert body["chosen_options"] == ["Approve"]
         assert airflow_stack.wait_run(dag, run_id, timeout=600) == "success", \

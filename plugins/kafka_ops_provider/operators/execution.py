@@ -33,7 +33,12 @@ class ExecuteReassignmentOperator(KafkaOpsOperator):
 
     def execute(self, context: Any) -> Any:
         from kafka_ops import workflow
-        from kafka_ops.errors import ValidationError
+        from kafka_ops.errors import (
+            BrokerNotAvailableError,
+            ClusterStateError,
+            ReassignmentInProgressError,
+            ValidationError,
+        )
 
         if not _approved(context):
             raise AirflowFailException("the plan was not approved: nothing executes")
@@ -51,8 +56,12 @@ class ExecuteReassignmentOperator(KafkaOpsOperator):
                 status = workflow.start_execution(
                     backend, planned["plan"], self.store(context), request,
                     base=planned["rollback"], approved_hash=planned["digest"]["content_hash"])
-            except ValidationError as e:  # PlanChangedError among them: a retry cannot help
-                raise AirflowFailException(f"execution refused: {e}") from None
+            except (ValidationError, BrokerNotAvailableError, ClusterStateError,
+                    ReassignmentInProgressError) as e:
+                # The plan changed since approval, a broker is offline, another reassignment
+                # runs...: a retry cannot help; the message says what to do. Connection errors
+                # (BackendError) are retried.
+                raise AirflowFailException(f"execution refused: {e}. {RESUME_HINT}") from None
         self.log.info("execution %s: %s %s", status.plan_id, status.status, status.message)
         return self._step(context)
 
@@ -79,7 +88,7 @@ class ExecuteReassignmentOperator(KafkaOpsOperator):
                     kafka_conn_id=params["kafka_conn_id"],
                     zookeeper_conn_id=params.get("zookeeper_conn_id"),
                     state_conn_id=self.state_conn_id, state_key=self.state_key(context),
-                    poll_interval=poll, max_wait=max(10 * poll, 10.0),
+                    poll_interval=poll, max_wait=max(30 * poll, 60.0),
                 ),
                 method_name="resume",
             )

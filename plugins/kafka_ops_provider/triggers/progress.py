@@ -3,8 +3,8 @@
 ``ExecutionProgressTrigger`` asks the workflow API, every ``poll_interval`` seconds, whether the
 execution recorded in the state store needs its next step (a move in flight finished or was
 cancelled, a broker of the plan died, a cancel was requested) — a read of the partitions in
-flight only, never the whole cluster — and fires then, or after ``max_wait`` seconds so stall
-and grace-period checks still run. The execute task resumes on a worker, takes that step
+flight only, never the whole cluster — and fires then (never sooner than ``MIN_WAIT`` after
+deferring), or after ``max_wait`` seconds so stall and grace-period checks still run. The execute task resumes on a worker, takes that step
 (starts the next moves, adjusts throttles) and defers again: a worker slot is taken for seconds
 per step, never for the hours replication takes.
 
@@ -20,6 +20,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+#: Never wake the task sooner than this after it deferred. Waking it sooner races Airflow
+#: itself: the scheduler must first process the executor's report that the deferring process
+#: ended, or it fails the resumed try ("finished with state success, but the task instance's
+#: state attribute is queued"; seen here under load with the LocalExecutor, ~5 s late).
+MIN_WAIT = 15.0
 
 
 class ExecutionProgressTrigger(BaseTrigger):
@@ -41,13 +47,15 @@ class ExecutionProgressTrigger(BaseTrigger):
         })
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        deadline = time.monotonic() + self.max_wait
+        started = time.monotonic()
+        deadline = started + self.max_wait
         backend = None
         try:
             backend = await asyncio.to_thread(self._connect)
             while True:
                 poll = await asyncio.to_thread(self._poll, backend)
-                if poll["step_due"] or time.monotonic() >= deadline:
+                now = time.monotonic()
+                if (poll["step_due"] and now - started >= MIN_WAIT) or now >= deadline:
                     yield TriggerEvent(poll)
                     return
                 await asyncio.sleep(self.poll_interval)
