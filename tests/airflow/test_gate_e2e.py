@@ -61,4 +61,6 @@ def test_cluster_changed_after_approval_is_refused(airflow_stack, cluster) -> No
     ti = airflow_stack.task_instance(OPS, run_id, "execute")
     assert ti["state"] == "failed" and ti["try_number"] == 1, "a refusal is not retried"
     assert cluster.replicas() == changed, "nothing moved after the refusal"
+    states = airflow_stack.task_states(OPS, run_id)
+    assert states["make_safe"] == "success" and states["report"] == "failed", states
     assert throttles_left(cluster) == {}

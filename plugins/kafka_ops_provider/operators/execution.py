@@ -181,7 +181,9 @@ class MakeSafeOperator(KafkaOpsOperator):
 
 class ReassignmentReportOperator(KafkaOpsOperator):
     """What happened, for people: the run's report and a before/after chart of the live
-    cluster, into the artifacts directory and the task log."""
+    cluster, into the artifacts directory and the task log. It runs whatever happened after
+    the plan, and fails (after writing) when the execution did not complete, so the run's
+    state says so too."""
 
     def execute(self, context: Any) -> Any:
         from kafka_ops_provider.operators.report_text import write_report
@@ -198,4 +200,8 @@ class ReassignmentReportOperator(KafkaOpsOperator):
                     ("execute", "verify", "elect_leaders", "clear_throttles", "make_safe")},
             resume_hint=RESUME_HINT)
         self.log.info("report (%s):\n%s", out / "report.txt", report["text"])
+        if report["status"] != "completed" or report["made_safe"]:
+            # The report is written; the run itself must show it did not do its job.
+            raise AirflowFailException(f"the run did not complete ({report['status']}): "
+                                       f"see {out / 'report.txt'}")
         return {k: v for k, v in report.items() if k != "text"}

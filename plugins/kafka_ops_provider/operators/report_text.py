@@ -71,5 +71,6 @@ def write_report(out: Path, planned: dict[str, Any], after: Any, store: Any,
               f"chart: {chart}", f"plan chart: {planned['chart_path']}"]
     text = "\n".join(lines)
     (out / "report.txt").write_text(text + "\n")
-    return {"status": status, "balance": balance, "final": final, "chart": str(chart),
+    return {"status": status, "made_safe": bool(safe), "balance": balance, "final": final,
+            "chart": str(chart),
             "report_path": str(out / "report.txt"), "text": text}
