@@ -61,7 +61,9 @@ def gated_execution(plan_task: BaseOperator, retries: int = 2) -> BaseOperator:
     )
     common = {"plan_task_id": plan_task.task_id, "retries": retries,
               "retry_delay": timedelta(seconds=10)}
-    execute = ExecuteReassignmentOperator(task_id="execute", **common)
+    # Retries outlast the state store's lease (20 s) that a killed worker leaves behind.
+    execute = ExecuteReassignmentOperator(task_id="execute", **{**common, "retries": 3,
+                                                                "retry_delay": timedelta(seconds=15)})
     verify = VerifyReassignmentOperator(task_id="verify", **common)
     leaders = ElectPreferredLeadersOperator(task_id="elect_leaders", **common)
     clear = ClearThrottlesOperator(task_id="clear_throttles", **common)

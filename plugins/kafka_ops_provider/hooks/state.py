@@ -15,6 +15,8 @@ from typing import Any
 from airflow.sdk.exceptions import AirflowNotFoundException
 from airflow.sdk import BaseHook, Variable
 
+#: How long a dead worker's claim on an execution outlives it (see ExecutionStateHook.store).
+LEASE_SECONDS = 20.0
 DEFAULT_ARTIFACTS = os.path.join(os.environ.get("AIRFLOW_HOME", "."), "kafka-ops-artifacts")
 
 
@@ -43,11 +45,15 @@ class ExecutionStateHook(BaseHook):
         return url, options
 
     def store(self, key: str) -> Any:
-        """The kafka-ops state store of one execution (``key`` from ``run_key``)."""
-        from kafka_ops.executor.store import StateStore
+        """The kafka-ops state store of one execution (``key`` from ``run_key``).
+
+        Its lock is a lease: a task holds it for one step (seconds, renewed every step), so a
+        short lease lets the retry of a killed worker take over soon after the kill.
+        """
+        from kafka_ops.executor.store import FsspecStateStore
 
         url, options = self.location()
-        return StateStore(f"{url.rstrip('/')}/{key}", storage_options=options)
+        return FsspecStateStore(f"{url.rstrip('/')}/{key}", options, lease_seconds=LEASE_SECONDS)
 
 
 def artifacts_dir() -> str:

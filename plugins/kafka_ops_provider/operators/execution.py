@@ -33,12 +33,7 @@ class ExecuteReassignmentOperator(KafkaOpsOperator):
 
     def execute(self, context: Any) -> Any:
         from kafka_ops import workflow
-        from kafka_ops.errors import (
-            BrokerNotAvailableError,
-            ClusterStateError,
-            ReassignmentInProgressError,
-            ValidationError,
-        )
+        from kafka_ops.errors import BrokerNotAvailableError, ClusterStateError, ValidationError
 
         if not _approved(context):
             raise AirflowFailException("the plan was not approved: nothing executes")
@@ -56,11 +51,10 @@ class ExecuteReassignmentOperator(KafkaOpsOperator):
                 status = workflow.start_execution(
                     backend, planned["plan"], self.store(context), request,
                     base=planned["rollback"], approved_hash=planned["digest"]["content_hash"])
-            except (ValidationError, BrokerNotAvailableError, ClusterStateError,
-                    ReassignmentInProgressError) as e:
-                # The plan changed since approval, a broker is offline, another reassignment
-                # runs...: a retry cannot help; the message says what to do. Connection errors
-                # (BackendError) are retried.
+            except (ValidationError, BrokerNotAvailableError, ClusterStateError) as e:
+                # The plan changed since approval, a broker is offline, the cluster is unhealthy:
+                # a retry cannot help; the message says what to do. Connection errors and a
+                # lease still held by a killed worker (ReassignmentInProgressError) are retried.
                 raise AirflowFailException(f"execution refused: {e}. {RESUME_HINT}") from None
         self.log.info("execution %s: %s %s", status.plan_id, status.status, status.message)
         return self._step(context)
