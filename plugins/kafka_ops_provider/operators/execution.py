@@ -164,6 +164,7 @@ class MakeSafeOperator(KafkaOpsOperator):
             self.log.warning("cancelled the execution: %s", result.status)
         with hook.backend() as backend:
             cleared = workflow.verify_and_clear_throttles(backend, self.planned(context)["plan"])
+            done["brokers_unthrottled"] = self._unthrottle_all(backend, self.planned(context))
         done["throttles_cleared"] = cleared.throttles_cleared
         done["complete"] = cleared.complete
         self.log.warning("made safe: %s", done)
@@ -171,6 +172,19 @@ class MakeSafeOperator(KafkaOpsOperator):
             raise AirflowFailException("a reassignment is still running: throttles stay; "
                                        "clear this task once it ends")
         return done
+
+
+    def _unthrottle_all(self, backend: Any, planned: dict[str, Any]) -> list[int]:
+        """Every broker the plan touches, dead ones included: the workflow's clear covers live
+        brokers only, and a dead broker that comes back would replicate throttled for good.
+        Through ZooKeeper this works while it is down; through the Admin API it fails until
+        it is back (make_safe then fails, saying so)."""
+        from kafka_ops.throttle import clear_throttles
+
+        brokers = sorted({b for doc in (planned["plan"], planned["rollback"])
+                          for p in doc.get("partitions", []) for b in p["replicas"]})
+        clear_throttles(backend, [], brokers)
+        return brokers
 
 
 class ReassignmentReportOperator(KafkaOpsOperator):
