@@ -76,6 +76,9 @@ def main() -> int:
             # The daily rebalance is due at once (its latest interval); the hourly snapshot
             # DAG stays off so that only the rebalance run writes the snapshot dataset.
             "AIRFLOW__KAFKA_OPS__SNAPSHOT_SCHEDULE": "none",
+            # The scheduled run takes the defaults: 8 moves in and out per broker at a time
+            # (the example cluster is small; the product's default is 2).
+            "AIRFLOW__KAFKA_OPS__CONCURRENCY": "8",
             "AIRFLOW_CONN_ZOOKEEPER_DEFAULT": json.dumps({
                 "conn_type": "generic", "host": cluster.zookeeper_host,
                 "port": cluster.zookeeper_port, "extra": {"chroot": cluster.chroot}}),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from airflow.configuration import conf
 from airflow.sdk import BaseOperator, Param, TriggerRule, chain
 
 from kafka_ops_provider.notifications.oncall import OnCallNotifier
@@ -29,15 +30,19 @@ from kafka_ops_provider.operators.execution import (
 
 
 def gate_params() -> dict[str, Param]:
-    """Params every gated DAG accepts (its trigger form), with their defaults."""
+    """Params every gated DAG accepts (its trigger form), with their defaults; scheduled runs
+    take the defaults, so throttle and concurrency defaults come from ``[kafka_ops] throttle``
+    and ``[kafka_ops] concurrency`` when set."""
     return {
         "kafka_conn_id": Param("kafka_default", type="string",
                                description="Airflow connection of type kafka (Admin API)"),
         "zookeeper_conn_id": Param("zookeeper_default", type="string",
                                    description="when this connection exists, ZooKeeper mode"),
-        "throttle": Param(50_000_000, type="integer", minimum=1,
+        "throttle": Param(conf.getint("kafka_ops", "throttle", fallback=50_000_000),
+                          type="integer", minimum=1,
                           description="replication throttle, bytes/s per broker"),
-        "concurrency": Param(2, type="integer", minimum=1,
+        "concurrency": Param(conf.getint("kafka_ops", "concurrency", fallback=2),
+                             type="integer", minimum=1,
                              description="moves in and out per broker at a time"),
         "one_replica_at_a_time": Param(False, type="boolean",
                                        description="move one replica of a partition per step"),
