@@ -80,7 +80,8 @@ def test_broker_killed_mid_run_pauses_safely_and_resumes(airflow_stack, cluster)
     healthy = [p for p in model.partitions.values() if victim not in p.replicas]
     assert all(len(p.isr) == len(p.replicas) for p in healthy), \
         "only the dead broker's partitions may be under-replicated"
-    report = next(airflow_stack.artifacts.glob(f"{dag}/*/report.txt")).read_text()  # type: ignore[attr-defined]
+    run_dir = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)
+    report = (airflow_stack.artifacts / dag / run_dir / "report.txt").read_text()  # type: ignore[attr-defined]
     assert "paused" in report and "To resume" in report, report
 
     # What the report says: bring the broker back, clear 'execute'; the run finishes the job.

@@ -62,7 +62,10 @@ def write_report(out: Path, planned: dict[str, Any], after: Any, store: Any,
     safe = states.get("make_safe")
     cleared = (states.get("clear_throttles") or {}).get("throttles_cleared") or (
         safe or {}).get("throttles_cleared")
-    lines.append(f"throttles: {'removed' if cleared else 'NOT confirmed removed: check'}")
+    if state is None:
+        lines.append("throttles: none set (the execution never started)")
+    else:
+        lines.append(f"throttles: {'removed' if cleared else 'NOT confirmed removed: check'}")
     if safe:
         lines.append(f"a task failed after execution started; made safe: {safe}")
     if status in ("paused", "running", "failed") or safe:
