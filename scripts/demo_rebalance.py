@@ -79,6 +79,9 @@ def main() -> int:
             # The scheduled run takes the defaults: 8 moves in and out per broker at a time
             # (the example cluster is small; the product's default is 2).
             "AIRFLOW__KAFKA_OPS__CONCURRENCY": "8",
+            # 200 MB/s per broker: shared by 8 moves, still above the hottest partition's
+            # ingest (~19 MB/s); below it a move never catches up, as in Kafka.
+            "AIRFLOW__KAFKA_OPS__THROTTLE": "200000000",
             "AIRFLOW_CONN_ZOOKEEPER_DEFAULT": json.dumps({
                 "conn_type": "generic", "host": cluster.zookeeper_host,
                 "port": cluster.zookeeper_port, "extra": {"chroot": cluster.chroot}}),

@@ -24,7 +24,7 @@ def test_scheduled_rebalance_balances_the_cluster(airflow_stack, cluster) -> Non
     spread_before = replica_spread(before)
     assert spread_before > 1.3, "the example cluster starts unbalanced"
 
-    run_id = airflow_stack.trigger(DAG, {**cluster.conf, **FAST, "throttle": 50_000_000})
+    run_id = airflow_stack.trigger(DAG, {**cluster.conf, **FAST})
     airflow_stack.wait_task(DAG, run_id, "approve", {"awaiting_input"}, timeout=600)
 
     # What on-call sees, and that they were told.
