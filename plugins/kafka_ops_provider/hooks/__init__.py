@@ -1,0 +1,1 @@
+"""Hooks: where a cluster, its metrics and the execution state live (Airflow connections only)."""
