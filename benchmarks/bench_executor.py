@@ -15,9 +15,9 @@ Compared:
 
     .venv/bin/python benchmarks/bench_executor.py [--tb 3] [--throttle-mb 100] [--seed 0]
 
-The backend adapter below is the benchmark's only way to the emulator: the library never
-imports the emulator; this script wires the executor to it without sockets so that the numbers
-measure scheduling, not transport.
+The backend is kafka_ops.testing.inprocess.InProcessBackend: the executor talks to the emulator's
+core without sockets so that the numbers measure scheduling, not transport (each poll reads only
+the moves in flight, through describe_partitions).
 """
 
 from __future__ import annotations
@@ -26,81 +26,17 @@ import argparse
 import random
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from kafka_ops.backends.base import ConfigResource, OngoingReassignment
 from kafka_ops.emulator.clock import ManualClock
-from kafka_ops.emulator.cluster import EmulatedCluster
-from kafka_ops.errors import BackendError
 from kafka_ops.executor import ExecutionLimits, ExecutionOptions, Executor
 from kafka_ops.generator import generate_cluster
-from kafka_ops.model import Broker, ClusterModel, Partition, TopicPartition
+from kafka_ops.model import ClusterModel, TopicPartition
 from kafka_ops.plan import ReassignmentPlan
+from kafka_ops.testing.inprocess import InProcessBackend
 
 TB = 10**12
 MB = 10**6
-
-
-class InProcessBackend:
-    """ClusterBackend over an EmulatedCluster, in-process (benchmark harness only)."""
-
-    def __init__(self, cluster: EmulatedCluster, incremental: bool, watched: Iterable[TopicPartition]):
-        self.cluster = cluster
-        self.supports_incremental_reassignment = incremental
-        # The executor reads every partition on every poll; the benchmark hands it only the
-        # plan's partitions after the first read, so a run takes minutes, not hours, of CPU.
-        self.watched = set(watched)
-        self.first_read = True
-
-    def describe_cluster(self) -> ClusterModel:
-        if self.first_read:
-            self.first_read = False
-            return self.cluster.to_model()
-        with self.cluster.lock:
-            self.cluster.tick()
-            brokers = [Broker(b.id, b.rack, alive=b.alive) for b in self.cluster.brokers.values()]
-            parts = [self.cluster.partitions[tp] for tp in self.watched]
-            return ClusterModel(brokers, [
-                Partition(p.topic, p.partition, tuple(p.replicas), p.leader, tuple(p.isr), int(p.log_end_bytes))
-                for p in parts
-            ])
-
-    def alter_reassignments(self, targets: Mapping[TopicPartition, Sequence[int] | None]) -> None:
-        results = self.cluster.alter_reassignments(
-            {tp: (list(r) if r is not None else None) for tp, r in targets.items()}
-        )
-        errors = {tp: e for tp, e in results.items() if e is not None}
-        if errors:
-            raise BackendError(f"reassignment failed: {errors}")
-
-    def list_reassignments(self, partitions: Iterable[TopicPartition] | None = None):
-        return {
-            tp: OngoingReassignment(tp, tuple(r), tuple(a), tuple(rm))
-            for tp, (r, a, rm) in self.cluster.list_reassignments(partitions).items()
-        }
-
-    def describe_configs(self, resource: ConfigResource) -> dict[str, str]:
-        if resource.type == "topic":
-            return self.cluster.topic_config(resource.name)
-        return self.cluster.broker_config(int(resource.name))
-
-    def alter_configs(self, resource: ConfigResource, set_configs=None, delete_configs=()) -> None:
-        ops = [(k, 0, v) for k, v in (set_configs or {}).items()] + [(k, 1, None) for k in delete_configs]
-        self.cluster.incremental_alter_configs(resource.type, resource.name, ops)
-
-    def elect_preferred_leaders(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, str | None]:
-        results = self.cluster.elect_leaders(0, list(partitions))
-        return {tp: (e.name if e is not None else None) for tp, e in results.items()}
-
-    def create_topic(self, *a, **k) -> None:  # not used by the executor
-        raise NotImplementedError
-
-    def create_partitions(self, *a, **k) -> None:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        pass
 
 
 def build_plan(model: ClusterModel, target_bytes: int) -> ReassignmentPlan:
@@ -135,8 +71,7 @@ def lower_bound(model: ClusterModel, plan: ReassignmentPlan, rate: float) -> flo
 def run(model: ClusterModel, plan: ReassignmentPlan, *, incremental: bool, limits: ExecutionLimits,
         throttle: int, poll: float) -> tuple[float, int]:
     clock = ManualClock()
-    cluster = EmulatedCluster(model, mode="kraft", clock=clock)
-    backend = InProcessBackend(cluster, incremental, plan.partitions)
+    backend = InProcessBackend.for_model(model, incremental=incremental, clock=clock)
 
     def sleep(seconds: float) -> None:
         clock.advance(seconds)

@@ -138,6 +138,30 @@ class AdminApiBackend:
         brokers.extend(Broker(id=b, alive=False) for b in sorted(dead))
         return ClusterModel(brokers, partitions, self._topic_configs(sorted(metadata.topics)))
 
+    def describe_partitions(self, partitions: Iterable[TopicPartition]) -> ClusterModel:
+        """Live brokers and the given partitions only: metadata of their topics (one request
+        per topic), log-dir sizes of just these replicas."""
+        wanted = set(partitions)
+        live = self._live_brokers()
+        found = []
+        for name in sorted({tp.topic for tp in wanted}):
+            metadata = self._call("describe topics", lambda n=name: self._admin.list_topics(
+                topic=n, timeout=self._timeout))
+            topic = metadata.topics.get(name)
+            if topic is None or topic.error is not None:
+                continue  # unknown topic: left out, as the interface says
+            found.extend(
+                Partition(topic=name, partition=p.id, replicas=tuple(p.replicas),
+                          leader=p.leader, isr=tuple(p.isrs))
+                for p in topic.partitions.values() if TopicPartition(name, p.id) in wanted
+            )
+        sizes = self._partition_sizes(found, live)
+        found = [_with_size(p, sizes.get(p.tp, {})) for p in found]
+        brokers = list(live.values())
+        dead = {r for p in found for r in p.replicas} - set(live)
+        brokers.extend(Broker(id=b, alive=False) for b in sorted(dead))
+        return ClusterModel(brokers, found)
+
     def _topic_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
         """Dynamic overrides of every topic, in one DescribeConfigs request."""
         if not topics:

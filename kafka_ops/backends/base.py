@@ -83,6 +83,12 @@ class ClusterBackend(Protocol):
         """
         ...
 
+    def describe_partitions(self, partitions: Iterable[TopicPartition]) -> ClusterModel:
+        """Brokers (with liveness) and only the given partitions: what a poll of moves in
+        flight needs, at a cost proportional to their number. Unknown partitions are left out.
+        Sizes are filled where the backend can read them, as in describe_cluster."""
+        ...
+
     def create_topic(
         self,
         topic: str,

@@ -306,6 +306,37 @@ class ZooKeeperBackend:
         return ClusterModel(brokers.values(), partitions, {t: c for t, c in configs.items() if c})
 
     @_translate_errors
+    def describe_partitions(self, partitions: Iterable[TopicPartition]) -> ClusterModel:
+        """Live brokers, and the state znodes of the given partitions only (their topics'
+        znodes give the replicas): O(partitions asked), not O(cluster)."""
+        wanted = sorted(set(partitions))
+        broker_paths = [
+            zk.broker_path(int(b)) for b in self._children(zk.BROKER_IDS) if b.isdigit()
+        ]
+        brokers = {
+            b.id: b
+            for b in (
+                zk.decode_broker(p, data)
+                for p, data in zip(broker_paths, self._get_many(broker_paths), strict=True)
+                if data is not None
+            )
+        }
+        topics = self._topics(sorted({tp.topic for tp in wanted}))
+        tps = [tp for tp in wanted if tp.topic in topics and tp.partition in topics[tp.topic].partitions]
+        state_paths = [zk.partition_state_path(*tp) for tp in tps]
+        result = []
+        for tp, path, data in zip(tps, state_paths, self._get_many(state_paths), strict=True):
+            replicas = topics[tp.topic].partitions[tp.partition]
+            if data is None:
+                result.append(Partition(tp.topic, tp.partition, replicas))
+                continue
+            state = zk.decode_partition_state(path, data)
+            result.append(Partition(tp.topic, tp.partition, replicas, state.leader, state.isr))
+        dead = {r for p in result for r in p.replicas} - brokers.keys()
+        brokers.update({b: Broker(id=b, alive=False) for b in dead})
+        return ClusterModel(brokers.values(), result)
+
+    @_translate_errors
     def list_reassignments(
         self, partitions: Iterable[TopicPartition] | None = None
     ) -> dict[TopicPartition, OngoingReassignment]:

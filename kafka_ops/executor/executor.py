@@ -1,12 +1,19 @@
 """The executor: runs a reassignment plan against a ClusterBackend, safely, resumably.
 
-One poll loop (``poll_interval`` apart, on an injected clock and sleep so tests and benchmarks
-run on emulated time) does, in order: read the cluster and the ongoing reassignments; advance
-each move (step done, move done, cancel confirmed, or failed — Kafka's three verify outcomes);
-react to a cancel request or a dead broker; start what the limits allow; set throttles for
-exactly the moves in flight; persist; submit. Persisting happens before anything is sent, so
-a killed process resumes from a state that names every move it may have started and every
-throttle it may have set.
+``start()`` records a new execution (or reconciles an unfinished one with the cluster);
+``step()`` is one poll and ``run()`` a loop over ``step()`` (``poll_interval`` apart, on an
+injected clock and sleep so tests and benchmarks run on emulated time). A step does, in order:
+read the partitions in flight (``describe_partitions``: a poll costs O(moves in flight), not
+O(cluster)) and their reassignments; advance each move (step done, move done, cancel
+confirmed, or failed — Kafka's three verify outcomes); react to a cancel request (in this
+process or through the store) or a dead broker; start what the limits allow; set throttles for
+exactly the moves in flight; persist; submit; persist again. Persisting happens before anything
+is sent, so a killed process resumes from a state that names every move it may have started
+and every throttle it may have set; everything else the loop remembers travels in the state
+(``Runtime``), so each step may run in another process (``Executor.from_store``).
+
+Idempotent: partitions already at their targets are recorded as completed at the start and
+never touched, so rerunning a finished plan sets no throttle and submits nothing.
 
 Why each safety rule exists:
 - another reassignment running: ours would mix with it (and ZooKeeper mode cannot run two);
@@ -23,9 +30,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from kafka_ops.backends.base import ClusterBackend, OngoingReassignment
 from kafka_ops.errors import (
@@ -38,6 +46,7 @@ from kafka_ops.errors import (
 from kafka_ops.executor import state as st
 from kafka_ops.executor.leaders import LeaderReport, elect_preferred_leaders
 from kafka_ops.executor.scheduler import ExecutionLimits, select_moves
+from kafka_ops.executor.store import StateStore
 from kafka_ops.executor.strategies import order_tasks
 from kafka_ops.executor.tasks import ExecutionTask, TaskState, one_replica_at_a_time_steps
 from kafka_ops.executor.verify import (
@@ -97,12 +106,68 @@ class ExecutionReport:
     skipped: list[st.SkippedPartition]
     leaders: LeaderReport | None
     rollback: ReassignmentPlan  # back to the base replicas, for every partition that moved
-    rollback_path: Path | None
+    rollback_path: str | Path | None
     elapsed: float
+
+    def to_dict(self) -> dict[str, Any]:
+        tps = lambda items: [[tp.topic, tp.partition] for tp in items]  # noqa: E731
+        return {
+            "status": self.status,
+            "message": self.message,
+            "completed": tps(self.completed),
+            "aborted": tps(self.aborted),
+            "dead": [[tp.topic, tp.partition, e] for tp, e in self.dead.items()],
+            "pending": tps(self.pending),
+            "skipped": [[s.tp.topic, s.tp.partition, s.reason] for s in self.skipped],
+            "leaders": None if self.leaders is None else {
+                "elected": tps(self.leaders.elected),
+                "errors": [[tp.topic, tp.partition, e] for tp, e in self.leaders.errors.items()],
+                "misplaced": [[tp.topic, tp.partition, w, lead]
+                              for tp, (w, lead) in self.leaders.misplaced.items()],
+            },
+            "rollback": self.rollback.to_dict(),
+            "rollback_path": None if self.rollback_path is None else str(self.rollback_path),
+            "elapsed": self.elapsed,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ExecutionReport:
+        tps = lambda items: [TopicPartition(t, p) for t, p in items]  # noqa: E731
+        leaders = d["leaders"]
+        return cls(
+            status=d["status"],
+            message=d["message"],
+            completed=tps(d["completed"]),
+            aborted=tps(d["aborted"]),
+            dead={TopicPartition(t, p): e for t, p, e in d["dead"]},
+            pending=tps(d["pending"]),
+            skipped=[st.SkippedPartition(TopicPartition(t, p), r) for t, p, r in d["skipped"]],
+            leaders=None if leaders is None else LeaderReport(
+                tps(leaders["elected"]),
+                {TopicPartition(t, p): e for t, p, e in leaders["errors"]},
+                {TopicPartition(t, p): (w, lead) for t, p, w, lead in leaders["misplaced"]},
+            ),
+            rollback=ReassignmentPlan.from_dict(d["rollback"]),
+            rollback_path=d["rollback_path"],
+            elapsed=d["elapsed"],
+        )
+
+
+def options_from_dict(data: Mapping[str, Any]) -> ExecutionOptions:
+    """The ExecutionOptions recorded in a state (``asdict`` form) back."""
+    values = dict(data)
+    values["limits"] = ExecutionLimits(**values["limits"])
+    values["strategy"] = tuple(values["strategy"])
+    return ExecutionOptions(**values)
 
 
 class Executor:
-    """Runs one plan. ``run()`` starts it, or resumes the unfinished execution in ``store``."""
+    """Runs one plan: ``run()`` to the end, or ``start()`` then ``step()`` per poll.
+
+    ``run()`` starts the plan, or resumes the unfinished execution of the same plan recorded in
+    ``store``. ``Executor.from_store(backend, store).step()`` continues an execution another
+    process started: the plan and options come from the store.
+    """
 
     def __init__(
         self,
@@ -111,7 +176,7 @@ class Executor:
         *,
         base: Mapping[TopicPartition, tuple[int, ...]] | None = None,
         options: ExecutionOptions | None = None,
-        store: st.StateStore | None = None,
+        store: StateStore | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
         on_progress: ProgressCallback | None = None,
@@ -124,15 +189,28 @@ class Executor:
         self.clock = clock
         self.sleep = sleep
         self.on_progress = on_progress
+        self.state: st.ExecutionState | None = None
         self._cancel = threading.Event()
-        self._applied = ThrottleConfig({}, {})
-        self._last_change: dict[TopicPartition, tuple[tuple, float]] = {}
-        self._missing_since: dict[TopicPartition, float] = {}
-        self._stalled: set[TopicPartition] = set()
-        self._broker_progress: dict[int, float] = {}
-        self._paused_at: float | None = None
-        self._dead_brokers: set[int] = set()
-        self._cancel_failures = 0
+        self._dirty = False  # the runtime changed since the last save
+
+    @classmethod
+    def from_store(
+        cls,
+        backend: ClusterBackend,
+        store: StateStore,
+        *,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+        on_progress: ProgressCallback | None = None,
+    ) -> Executor:
+        """An executor for the execution recorded in ``store`` (its plan and options)."""
+        state = store.load()
+        if state is None:
+            raise ValidationError(f"no execution recorded in {store.location}")
+        executor = cls(backend, state.plan, options=options_from_dict(state.options), store=store,
+                       clock=clock, sleep=sleep, on_progress=on_progress)
+        executor.state = state
+        return executor
 
     # -- public -----------------------------------------------------------------------------
     def request_cancel(self) -> None:
@@ -140,61 +218,89 @@ class Executor:
         self._cancel.set()
 
     def run(self) -> ExecutionReport:
-        if self.store is None:
-            return self._run()
-        with self.store.lock():
-            return self._run()
+        """Start (or resume) and poll until the execution ends; the final report."""
+        with self.store.lock() if self.store is not None else nullcontext():
+            self.start()
+            while not self.step():
+                self.sleep(self.options.poll_interval)
+        return self.report()
 
-    # -- setup --------------------------------------------------------------------------------
-    def _run(self) -> ExecutionReport:
+    def start(self) -> st.ExecutionState:
+        """Record a new execution, or reconcile the unfinished one of this plan in the store."""
         cluster = self.backend.describe_cluster()
         previous = self.store.load() if self.store else None
         if previous is not None and not previous.finished:
             if previous.plan_id != st.plan_id(self.plan):
                 raise ValidationError(
                     f"an unfinished execution of another plan ({previous.status}) is recorded in "
-                    f"{self.store.dir}: resume it with its own plan, or run 'kafka-ops cancel'"
+                    f"{self.store.location}: resume it with its own plan, or run 'kafka-ops cancel'"  # type: ignore[union-attr]
                 )
             state = previous
-            self._resume(state, cluster)
+            self._resume(state, cluster, restart=True)
         else:
             state = self._start(cluster)
-        self._alive_at_start = {b for b in cluster.alive_broker_ids}
-        self._started = self.clock()
-        self._weight_at_start = sum(task_done_weight(t, cluster) for t in state.tasks)
+        rt = state.runtime
+        rt.alive_at_start = set(cluster.alive_broker_ids)
+        rt.run_started = self.clock()
+        rt.weight_at_start = sum(task_done_weight(t, cluster) for t in state.tasks)
+        rt.report = None
+        self.state = state
+        self._save(state)
+        return state
+
+    def step(self) -> bool:
+        """One poll: observe, decide, persist, send, persist. True once this run has ended
+        (completed, cancelled, failed or paused): ``report()`` then has the outcome."""
+        state = self._current()
+        if state.runtime.report is not None:
+            return True
         try:
-            self._loop(state)
-            return self._finish(state)
+            if self._poll(state):
+                self._finish(state)
+                return True
+            return False
         except KafkaOpsError as e:
             self._fail(state, e)
             raise
 
+    def report(self) -> ExecutionReport:
+        """The report of the run that ended (``step()`` returned True)."""
+        state = self._current()
+        if state.runtime.report is None:
+            raise ValidationError(f"the execution is still {state.status}: no final report yet")
+        return ExecutionReport.from_dict(state.runtime.report)
+
+    # -- setup --------------------------------------------------------------------------------
+    def _current(self) -> st.ExecutionState:
+        """The execution in memory, or the one in the store (reconciled if its last step was
+        cut short: the process died between recording and sending)."""
+        if self.state is not None and not self.state.runtime.in_step:
+            return self.state
+        state = self.state or (self.store.load() if self.store is not None else None)
+        if state is None:
+            raise ValidationError("no execution started: call start() first")
+        if state.runtime.in_step and not state.finished:
+            self._resume(state, self.backend.describe_cluster(), restart=False)
+            state.runtime.report = None
+            self._save(state)
+        self.state = state
+        return state
+
     def _start(self, cluster: ClusterModel) -> st.ExecutionState:
         self.plan.validate_against(cluster)
-        ongoing = self.backend.list_reassignments()
-        if ongoing:
-            raise ReassignmentInProgressError(
-                f"Cannot execute because there is an existing partition reassignment "
-                f"({len(ongoing)} partitions, e.g. {_examples(ongoing)}); wait for it or cancel it"
-            )
-        offline = sorted({b for reps in self.plan.replicas.values() for b in reps if not _alive(cluster, b)})
-        if offline:
-            raise BrokerNotAvailableError(
-                f"broker(s) {_ids(offline)} of the plan are offline: moves onto them cannot complete"
-            )
-        urp = [p.tp for p in cluster if p.is_under_replicated]
-        if urp and not self.options.allow_under_replicated:
-            raise ClusterStateError(
-                f"{len(urp)} partitions are under-replicated (e.g. {_examples(urp)}); fix the "
-                f"cluster first or allow it explicitly (--allow-under-replicated)"
-            )
         base = dict(self.base) if self.base is not None else {}
+        now = self.clock()
         tasks: list[ExecutionTask] = []
         skipped: list[st.SkippedPartition] = []
         for tp, target in self.plan.replicas.items():
             partition = cluster.partitions[tp]
             expected = base.setdefault(tp, partition.replicas)
-            if partition.replicas != expected and partition.replicas != target:
+            if partition.replicas == target:
+                # Already there (a rerun, or a plan that asks for nothing): never touched.
+                tasks.append(ExecutionTask(tp, target, target, size_bytes=partition.size_bytes,
+                                           state=TaskState.COMPLETED, started_at=now, finished_at=now))
+                continue
+            if partition.replicas != expected:
                 skipped.append(st.SkippedPartition(tp, _drift_reason(expected, partition.replicas)))
                 continue
             steps = (
@@ -205,12 +311,14 @@ class Executor:
                 tp, partition.replicas, target, size_bytes=partition.size_bytes,
                 under_replicated=partition.is_under_replicated, steps=steps or [target],
             ))
+        to_move = [t for t in tasks if not t.done]
+        if to_move:
+            self._check_can_start(cluster, to_move)
         if skipped and self.options.on_drift == "abort":
             raise ValidationError(
                 f"{len(skipped)} partitions changed since the plan was computed "
                 f"({skipped[0].tp}: {skipped[0].reason}); plan again, or skip them (--on-drift skip)"
             )
-        now = self.clock()
         state = st.ExecutionState(
             plan=self.plan,
             base={tp: base[tp] for tp in self.plan.replicas},
@@ -222,11 +330,34 @@ class Executor:
         )
         for s in skipped:
             log.warning("skipping %s: %s", s.tp, s.reason)
-        self._save(state)
         return state
 
-    def _resume(self, state: st.ExecutionState, cluster: ClusterModel) -> None:
-        """Reconcile a persisted execution with the cluster after a crash, pause or failure."""
+    def _check_can_start(self, cluster: ClusterModel, to_move: list[ExecutionTask]) -> None:
+        ongoing = self.backend.list_reassignments()
+        if ongoing:
+            raise ReassignmentInProgressError(
+                f"Cannot execute because there is an existing partition reassignment "
+                f"({len(ongoing)} partitions, e.g. {_examples(ongoing)}); wait for it or cancel it"
+            )
+        offline = sorted({b for t in to_move for b in t.target if not _alive(cluster, b)})
+        if offline:
+            raise BrokerNotAvailableError(
+                f"broker(s) {_ids(offline)} of the plan are offline: moves onto them cannot complete"
+            )
+        urp = [p.tp for p in cluster if p.is_under_replicated]
+        if urp and not self.options.allow_under_replicated:
+            raise ClusterStateError(
+                f"{len(urp)} partitions are under-replicated (e.g. {_examples(urp)}); fix the "
+                f"cluster first or allow it explicitly (--allow-under-replicated)"
+            )
+
+    def _resume(self, state: st.ExecutionState, cluster: ClusterModel, restart: bool) -> None:
+        """Reconcile a persisted execution with the cluster after a crash, pause or failure.
+
+        ``restart``: a new run of an unfinished execution (execute again): a pause ends and
+        its cancelled moves start afresh. Otherwise the interrupted run just continues.
+        """
+        rt = state.runtime
         ongoing = self.backend.list_reassignments()
         ours = {t.tp for t in state.tasks if t.state in (TaskState.IN_PROGRESS, TaskState.ABORTING)}
         foreign = [tp for tp in ongoing if tp not in ours]
@@ -237,10 +368,13 @@ class Executor:
             )
         # The recorded throttles may or may not be on the cluster: mark every value unknown so
         # the first sync sets what is wanted and deletes the rest.
-        self._applied = ThrottleConfig(
+        rt.applied = ThrottleConfig(
             {t: {k: "" for k in c} for t, c in state.throttles.topics.items()},
             {b: {k: "" for k in c} for b, c in state.throttles.brokers.items()},
         )
+        rt.applied_known = True
+        rt.in_step = False
+        rt.cancel_failures = 0
         now = self.clock()
         cancelled = {t.tp: None for t in state.tasks if t.state is TaskState.ABORTING and t.tp in ongoing}
         if cancelled:
@@ -260,7 +394,9 @@ class Executor:
                 task.error = "replicas changed outside kafka-ops: " + _drift_reason(task.step_source, current)
         if self._cancel.is_set():
             state.status = st.CANCELLING
-        elif state.status == st.PAUSED:
+        if not restart:
+            return  # the same run continues where its last step was cut short
+        if state.status == st.PAUSED:
             self._restart_paused(state, cluster)
         if state.status != st.CANCELLING:
             remaining = {b for t in state.tasks if not t.done for b in t.target}
@@ -270,8 +406,9 @@ class Executor:
                     f"broker(s) {_ids(offline)} are still offline: start them before resuming"
                 )
             state.status = st.RUNNING
+        rt.paused_at = None
+        rt.dead_brokers = set()
         state.message = ""
-        self._save(state)
 
     def _restart_paused(self, state: st.ExecutionState, cluster: ClusterModel) -> None:
         """Moves a pause cancelled become fresh tasks from where their partition is now."""
@@ -292,49 +429,59 @@ class Executor:
         state.tasks = tasks
 
     # -- the loop -----------------------------------------------------------------------------
-    def _loop(self, state: st.ExecutionState) -> None:
-        while True:
-            now = self.clock()
-            cluster = self.backend.describe_cluster()
-            ongoing = self.backend.list_reassignments()
-            changed = self._observe(state, cluster, ongoing, now)
-            if state.status in (st.RUNNING, st.PAUSED) and (
-                self._cancel.is_set() or (self.store is not None and self.store.cancel_requested())
-            ):
-                state.status, changed = st.CANCELLING, True
-                log.warning("cancel requested: cancelling moves in flight")
-            dead = self._alive_at_start - set(cluster.alive_broker_ids)
-            if state.status == st.RUNNING and dead:
-                self._pause(state, dead, now)
-                changed = True
-            to_submit: list[ExecutionTask] = []
-            if state.status == st.CANCELLING:
-                changed |= self._cancel_moves(state, ongoing, lambda t: True, now)
-            elif state.status == st.PAUSED:
-                draining_too_long = now - (self._paused_at or now) > self.options.drain_timeout
-                changed |= self._cancel_moves(
-                    state, ongoing,
-                    lambda t: draining_too_long or any(b in self._dead_brokers for b in t.incoming),
-                    now,
-                )
-            else:
-                to_submit = self._next_moves(state, cluster, ongoing, now)
-            in_flight = [t for t in state.tasks if t.state in (TaskState.IN_PROGRESS, TaskState.ABORTING)]
-            wanted = calculate_throttles(
-                {t.tp: calculate_move(t.step_source, t.step_target) for t in in_flight},
-                self.options.throttle,
+    def _poll(self, state: st.ExecutionState) -> bool:
+        """One iteration of the poll loop. True when nothing is left to do in this run."""
+        rt = state.runtime
+        now = self.clock()
+        if self.store is not None:
+            self.store.heartbeat()
+        watched = [t.tp for t in state.tasks if t.state in (TaskState.IN_PROGRESS, TaskState.ABORTING)]
+        cluster = self.backend.describe_partitions(watched)
+        ongoing = self.backend.list_reassignments(watched)
+        changed = self._observe(state, cluster, ongoing, now)
+        if state.status in (st.RUNNING, st.PAUSED) and (
+            self._cancel.is_set() or (self.store is not None and self.store.cancel_requested())
+        ):
+            state.status, changed = st.CANCELLING, True
+            log.warning("cancel requested: cancelling moves in flight")
+        dead = rt.alive_at_start - set(cluster.alive_broker_ids)
+        if state.status == st.RUNNING and dead:
+            self._pause(state, dead, now)
+            changed = True
+        to_submit: list[ExecutionTask] = []
+        if state.status == st.CANCELLING:
+            changed |= self._cancel_moves(state, ongoing, lambda t: True, now)
+        elif state.status == st.PAUSED:
+            draining_too_long = now - (rt.paused_at or now) > self.options.drain_timeout
+            changed |= self._cancel_moves(
+                state, ongoing,
+                lambda t: draining_too_long or any(b in rt.dead_brokers for b in t.incoming),
+                now,
             )
-            changes = calculate_throttle_changes(self._applied, wanted)
-            if changed or to_submit or not changes.empty:
-                state.throttles = _union(self._applied, wanted)
-                self._save(state)
-            self._apply_throttles(changes, wanted)
-            if to_submit:
-                self._submit(state, to_submit)
-            self._report(state, cluster, now, in_flight)
-            if not in_flight and (state.status != st.RUNNING or not _pending(state)):
-                return
-            self.sleep(self.options.poll_interval)
+        else:
+            to_submit = self._next_moves(state, ongoing, now)
+        in_flight = [t for t in state.tasks if t.state in (TaskState.IN_PROGRESS, TaskState.ABORTING)]
+        wanted = calculate_throttles(
+            {t.tp: calculate_move(t.step_source, t.step_target) for t in in_flight},
+            self.options.throttle,
+        )
+        changes = calculate_throttle_changes(rt.applied, wanted)
+        sending = bool(to_submit) or not changes.empty
+        if changed or sending:
+            state.throttles = _union(rt.applied, wanted)
+            rt.in_step = sending
+            self._save(state)
+        self._apply_throttles(rt, changes, wanted)
+        if to_submit:
+            self._submit(state, to_submit)
+        if sending:
+            rt.in_step = False
+            state.throttles = _union(rt.applied, wanted)
+            self._dirty = True
+        if self._dirty:
+            self._save(state)
+        self._report(state, cluster, now, in_flight)
+        return not in_flight and (state.status != st.RUNNING or not _pending(state))
 
     def _observe(
         self,
@@ -344,6 +491,7 @@ class Executor:
         now: float,
     ) -> bool:
         """Advance moves in flight from what the cluster shows. Returns whether anything changed."""
+        rt = state.runtime
         changed = False
         for task in state.tasks:
             if task.state not in (TaskState.IN_PROGRESS, TaskState.ABORTING):
@@ -353,13 +501,15 @@ class Executor:
             current = cluster.partitions[task.tp].replicas
             isr = cluster.partitions[task.tp].isr
             if task.tp in ongoing:
-                self._missing_since.pop(task.tp, None)
+                if rt.missing_since.pop(task.tp, None) is not None:
+                    self._dirty = True
                 signature = (task.step, tuple(b for b in task.incoming if b in isr))
-                previous = self._last_change.get(task.tp)
-                if previous is None or previous[0] != signature:
-                    self._last_change[task.tp] = (signature, now)
+                previous = rt.last_change.get(task.tp)
+                if previous is None or tuple(previous[0]) != signature:
+                    rt.last_change[task.tp] = (signature, now)
+                    self._dirty = True
                     if previous is not None:  # a new replica joined the ISR
-                        self._broker_progress.update({b: now for b in task.incoming})
+                        rt.broker_progress.update({b: now for b in task.incoming})
                 continue
             if task.state is TaskState.ABORTING and set(current) == set(task.step_source):
                 task.transition(TaskState.ABORTED, now)
@@ -368,13 +518,13 @@ class Executor:
                 task.transition(TaskState.ABORTING, now)
                 task.transition(TaskState.ABORTED, now)
             elif task.state is TaskState.IN_PROGRESS and current == task.step_target:
-                self._broker_progress.update({b: now for b in task.incoming})
+                rt.broker_progress.update({b: now for b in task.incoming})
                 state.submitted.discard(task.tp)
                 if task.last_step:
                     task.transition(TaskState.COMPLETED, now)
                 else:
                     task.step += 1
-            elif now - self._missing_since.setdefault(task.tp, now) >= self.options.missing_grace:
+            elif now - rt.missing_since.setdefault(task.tp, now) >= self.options.missing_grace:
                 # Kafka's third verify outcome: nothing running, but not the target either.
                 task.error = (
                     f"There is no active reassignment of partition {task.tp}, but replica set is "
@@ -383,23 +533,24 @@ class Executor:
                 task.transition(TaskState.DEAD, now)
                 log.error("%s", task.error)
             else:
+                self._dirty = True  # the grace clock started
                 continue
-            self._missing_since.pop(task.tp, None)
-            self._last_change.pop(task.tp, None)
-            self._stalled.discard(task.tp)
+            rt.missing_since.pop(task.tp, None)
+            rt.last_change.pop(task.tp, None)
+            rt.stalled.discard(task.tp)
             changed = True
         self._detect_stalls(state, cluster, ongoing, now)
         return changed
 
-    def _last_progress(self, task: ExecutionTask, isr: tuple[int, ...], now: float) -> float:
+    def _last_progress(self, rt: st.Runtime, task: ExecutionTask, isr: tuple[int, ...], now: float) -> float:
         """When the move, or any move into a broker it waits for, last made progress.
 
         With only ISR changes to see, a big move looks idle until it finishes; counting progress
         of its destination brokers keeps busy-but-healthy moves from being called stalled.
         """
         waiting = [b for b in task.incoming if b not in isr]
-        return max([self._last_change.get(task.tp, ((), now))[1]]
-                   + [self._broker_progress.get(b, 0.0) for b in waiting])
+        return max([rt.last_change.get(task.tp, ((), now))[1]]
+                   + [rt.broker_progress.get(b, 0.0) for b in waiting])
 
     def _detect_stalls(
         self,
@@ -408,34 +559,50 @@ class Executor:
         ongoing: Mapping[TopicPartition, OngoingReassignment],
         now: float,
     ) -> None:
+        rt = state.runtime
         for task in state.tasks:
             if task.state is not TaskState.IN_PROGRESS or task.tp not in ongoing:
                 continue
             isr = cluster.partitions[task.tp].isr
-            idle = now - self._last_progress(task, isr, now)
+            idle = now - self._last_progress(rt, task, isr, now)
             if idle <= self.options.stall_timeout:
-                self._stalled.discard(task.tp)
-            elif task.tp not in self._stalled:
-                self._stalled.add(task.tp)
+                if task.tp in rt.stalled:
+                    rt.stalled.discard(task.tp)
+                    self._dirty = True
+            elif task.tp not in rt.stalled:
+                rt.stalled.add(task.tp)
+                self._dirty = True
                 log.warning("move of %s stalled: no progress for %.0f s (waiting for %s)", task.tp, idle,
                             ",".join(str(b) for b in task.incoming if b not in isr))
 
     def _next_moves(
         self,
         state: st.ExecutionState,
-        cluster: ClusterModel,
         ongoing: Mapping[TopicPartition, OngoingReassignment],
         now: float,
     ) -> list[ExecutionTask]:
-        """Steps waiting to be sent plus new moves the limits allow, if the backend takes them now."""
+        """Steps waiting to be sent plus new moves the limits allow, if the backend takes them now.
+
+        Only the chosen candidates' partitions are read (for the drift check); a drifted one
+        is dropped and the choice made again without it.
+        """
         in_flight = [t for t in state.tasks if t.state is TaskState.IN_PROGRESS]
         waiting = [t for t in in_flight if t.tp not in state.submitted]
         if not self.backend.supports_incremental_reassignment and (ongoing or len(waiting) < len(in_flight)):
             return []  # ZooKeeper mode: the next batch goes when the previous one is gone
-        pending = self._drop_drifted(state, cluster, _pending(state))
-        chosen = select_moves(pending, in_flight, self.options.limits, self.options.throttle is not None)
-        for task in chosen:
-            task.transition(TaskState.IN_PROGRESS, now)
+        chosen: list[ExecutionTask] = []
+        while True:
+            candidates = select_moves(_pending(state), in_flight + chosen, self.options.limits,
+                                      self.options.throttle is not None)
+            if not candidates:
+                break
+            current = self.backend.describe_partitions([t.tp for t in candidates])
+            kept = self._drop_drifted(state, current, candidates)
+            for task in kept:
+                task.transition(TaskState.IN_PROGRESS, now)
+            chosen.extend(kept)
+            if len(kept) == len(candidates):
+                break
         return waiting + chosen
 
     def _drop_drifted(
@@ -455,6 +622,7 @@ class Executor:
         gone = {t.tp for t in drifted}
         state.tasks = [t for t in state.tasks if t.tp not in gone or t.state is not TaskState.PENDING]
         state.skipped.extend(reasons)
+        self._dirty = True
         for r in reasons:
             log.warning("skipping %s: %s", r.tp, r.reason)
         return [t for t in pending if t.tp not in gone]
@@ -495,8 +663,9 @@ class Executor:
             self.backend.alter_reassignments({t.tp: None for t in to_cancel})
         except KafkaOpsError as e:
             # A move may have finished between listing and cancelling; look again next poll.
-            self._cancel_failures += 1
-            if self._cancel_failures > 3:
+            state.runtime.cancel_failures += 1
+            self._dirty = True
+            if state.runtime.cancel_failures > 3:
                 raise
             log.warning("cancel failed (%s); retrying", e)
             return changed
@@ -504,19 +673,19 @@ class Executor:
             task.transition(TaskState.ABORTING, now)
         return True
 
-    def _apply_throttles(self, changes: ThrottleChanges, wanted: ThrottleConfig) -> None:
+    def _apply_throttles(self, rt: st.Runtime, changes: ThrottleChanges, wanted: ThrottleConfig) -> None:
         """Send the changes; what an offline broker could not take stays recorded as applied
         (to be removed once it is back)."""
         if changes.empty:
             return
         offline = apply_throttle_changes(self.backend, changes)
         brokers = {b: c for b, c in wanted.brokers.items() if b not in offline}
-        brokers.update({b: self._applied.brokers[b] for b in offline if b in self._applied.brokers})
-        self._applied = ThrottleConfig(wanted.topics, brokers)
+        brokers.update({b: rt.applied.brokers[b] for b in offline if b in rt.applied.brokers})
+        rt.applied = ThrottleConfig(wanted.topics, brokers)
 
     def _pause(self, state: st.ExecutionState, dead: set[int], now: float) -> None:
-        self._dead_brokers = dead
-        self._paused_at = now
+        state.runtime.dead_brokers = dead
+        state.runtime.paused_at = now
         state.status = st.PAUSED
         state.message = (
             f"broker(s) {_ids(sorted(dead))} went offline: no new moves started; moves onto them "
@@ -526,6 +695,7 @@ class Executor:
 
     # -- the end ------------------------------------------------------------------------------
     def _finish(self, state: st.ExecutionState) -> ExecutionReport:
+        rt = state.runtime
         leaders = None
         if state.status == st.RUNNING:
             completed = {t.tp: t.target for t in state.tasks if t.state is TaskState.COMPLETED}
@@ -546,14 +716,16 @@ class Executor:
             state.message = "cancelled: moves in flight were reverted; completed moves stay"
         if self.store is not None:
             self.store.clear_cancel_request()
-        state.throttles = self._applied
-        if self._applied.brokers:
+        state.throttles = rt.applied
+        if rt.applied.brokers:
             state.message += (
-                f" Throttle rates on offline broker(s) {_ids(sorted(self._applied.brokers))} could not "
+                f" Throttle rates on offline broker(s) {_ids(sorted(rt.applied.brokers))} could not "
                 f"be removed: run 'kafka-ops verify' once they are back."
             )
-        cluster = self.backend.describe_cluster()
+        ours = [t.tp for t in state.tasks]
+        cluster = self.backend.describe_partitions(ours)
         report = self._build_report(state, cluster, leaders)
+        rt.report = report.to_dict()
         self._save(state)
         self._report(state, cluster, self.clock(), [], phase="done")
         return report
@@ -564,6 +736,7 @@ class Executor:
         If the cleanup itself fails (the cluster is unreachable), the state stays unfinished so
         the next execute or cancel finishes the job — throttles are never forgotten.
         """
+        rt = state.runtime
         log.error("execution failed: %s", error)
         try:
             ongoing = self.backend.list_reassignments()
@@ -572,9 +745,10 @@ class Executor:
             if in_flight:
                 self.backend.alter_reassignments({tp: None for tp in in_flight})
             nothing = ThrottleConfig({}, {})
-            self._apply_throttles(calculate_throttle_changes(self._applied, nothing), nothing)
+            self._apply_throttles(rt, calculate_throttle_changes(rt.applied, nothing), nothing)
         except KafkaOpsError as cleanup_error:
             state.message = f"failed: {error}; cleanup failed too: {cleanup_error}"
+            rt.in_step = True  # the next process reconciles with the cluster first
             self._save(state)
             return
         now = self.clock()
@@ -589,7 +763,8 @@ class Executor:
                 task.error = "the execution failed before this move's outcome was seen"
         state.status = st.FAILED
         state.message = f"failed: {error}"
-        state.throttles = self._applied
+        state.throttles = rt.applied
+        rt.in_step = False
         self._save(state)
 
     def _build_report(
@@ -616,14 +791,21 @@ class Executor:
             leaders=leaders,
             rollback=rollback,
             rollback_path=rollback_path,
-            elapsed=self.clock() - self._started,
+            elapsed=self.clock() - state.runtime.run_started,
         )
 
     # -- helpers ------------------------------------------------------------------------------
     def _save(self, state: st.ExecutionState) -> None:
         state.updated_at = self.clock()
+        self._dirty = False
         if self.store is not None:
             self.store.save(state)
+
+    def progress(self, cluster: ClusterModel | None = None) -> ExecutionProgress:
+        """Where the execution stands (from the state; ``cluster`` adds per-move ISR detail)."""
+        state = self._current()
+        in_flight = [t for t in state.tasks if t.state in (TaskState.IN_PROGRESS, TaskState.ABORTING)]
+        return self._progress(state, cluster, self.clock(), in_flight, None)
 
     def _report(
         self,
@@ -633,8 +815,18 @@ class Executor:
         in_flight: list[ExecutionTask],
         phase: str | None = None,
     ) -> None:
-        if self.on_progress is None:
-            return
+        if self.on_progress is not None:
+            self.on_progress(self._progress(state, cluster, now, in_flight, phase))
+
+    def _progress(
+        self,
+        state: st.ExecutionState,
+        cluster: ClusterModel | None,
+        now: float,
+        in_flight: list[ExecutionTask],
+        phase: str | None,
+    ) -> ExecutionProgress:
+        rt = state.runtime
         counts = {s: 0 for s in TaskState}
         for t in state.tasks:
             counts[t.state] += 1
@@ -643,13 +835,15 @@ class Executor:
             sum(task_done_weight(t, cluster) for t in state.tasks) if cluster is not None
             else sum(task_weight(t) for t in state.tasks if t.state is TaskState.COMPLETED)
         )
-        elapsed = now - self._started
+        elapsed = now - rt.run_started
         moves = [
-            move_progress(t, cluster, now, self._last_progress(t, cluster.partitions[t.tp].isr, now),
+            move_progress(t, cluster, now, self._last_progress(rt, t, _isr(cluster, t.tp), now),
                           self.options.stall_timeout)
             for t in in_flight if cluster is not None and t.state is TaskState.IN_PROGRESS
         ]
-        self.on_progress(ExecutionProgress(
+        if phase is None and rt.report is not None:
+            phase = "done"
+        return ExecutionProgress(
             phase=phase or {st.CANCELLING: "cancelling", st.PAUSED: "draining"}.get(state.status, "moving"),
             total=len(state.tasks),
             completed=counts[TaskState.COMPLETED],
@@ -661,9 +855,14 @@ class Executor:
             weight_total=total,
             weight_done=done,
             elapsed=elapsed,
-            eta_seconds=estimate_eta(done - self._weight_at_start, total - done, elapsed),
+            eta_seconds=estimate_eta(done - rt.weight_at_start, total - done, elapsed),
             moves=moves,
-        ))
+        )
+
+
+def _isr(cluster: ClusterModel | None, tp: TopicPartition) -> tuple[int, ...]:
+    partition = cluster.partitions.get(tp) if cluster is not None else None
+    return partition.isr if partition is not None else ()
 
 
 def _alive(cluster: ClusterModel, broker_id: int) -> bool:

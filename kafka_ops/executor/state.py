@@ -1,26 +1,20 @@
-"""The execution's persisted state: what a killed executor needs to resume safely.
+"""The execution's persisted state: everything an executor needs to continue, in any process.
 
-Written atomically (temporary file, fsync, rename) after every change that matters: which task
-is in which state and step, and which throttles may be set. Throttles are recorded BEFORE they
-are sent, so after a crash the file names a superset of what is on the cluster and nothing is
-forgotten. A lock file (``flock``, released by the kernel when the process dies) tells a second
-``execute`` or a ``cancel`` whether an executor is alive; a cancel request is a file the running
-executor looks for on every poll.
+Saved (by a ``StateStore``, kafka_ops/executor/store.py) after every change that matters: which
+task is in which state and step, which throttles may be set, and the poll loop's own memory
+(``Runtime``: stall clocks, the brokers alive at the start, a pause). Throttles are recorded
+BEFORE they are sent, so after a crash the state names a superset of what is on the cluster and
+nothing is forgotten. Because the runtime travels with the state, ``Executor.step()`` can run
+each poll in a different process (an Airflow worker, a trigger) and behave as one loop would.
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import json
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from kafka_ops.errors import ReassignmentInProgressError, ValidationError
+from kafka_ops.errors import ValidationError
 from kafka_ops.executor.tasks import ExecutionTask, TaskState
 from kafka_ops.model import TopicPartition
 from kafka_ops.plan import ReassignmentPlan
@@ -46,6 +40,94 @@ class SkippedPartition:
     reason: str
 
 
+def _tp_key(tp: TopicPartition) -> str:
+    return f"{tp.topic}\0{tp.partition}"
+
+
+def _tp_from_key(key: str) -> TopicPartition:
+    topic, _, partition = key.rpartition("\0")
+    return TopicPartition(topic, int(partition))
+
+
+@dataclass
+class Runtime:
+    """The poll loop's memory between steps (what used to live only in the running process).
+
+    ``applied`` is what the executor knows is set on the cluster; ``applied_known`` is False
+    while a step is between recording and sending throttle changes: a process that finds it
+    False (the previous one died mid-step) treats every recorded value as unknown and resends.
+    """
+
+    applied: ThrottleConfig = field(default_factory=lambda: ThrottleConfig({}, {}))
+    applied_known: bool = True
+    in_step: bool = False  # a step recorded changes it may not have finished sending
+    last_change: dict[TopicPartition, tuple[list, float]] = field(default_factory=dict)
+    missing_since: dict[TopicPartition, float] = field(default_factory=dict)
+    stalled: set[TopicPartition] = field(default_factory=set)
+    broker_progress: dict[int, float] = field(default_factory=dict)
+    paused_at: float | None = None
+    dead_brokers: set[int] = field(default_factory=set)
+    cancel_failures: int = 0
+    alive_at_start: set[int] = field(default_factory=set)
+    run_started: float = 0.0
+    weight_at_start: int = 0
+    polls: int = 0
+    report: dict[str, Any] | None = None  # the final report, once finished
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "applied": _throttles_to_dict(self.applied),
+            "applied_known": self.applied_known,
+            "in_step": self.in_step,
+            "last_change": {_tp_key(tp): [list(sig), t] for tp, (sig, t) in self.last_change.items()},
+            "missing_since": {_tp_key(tp): t for tp, t in self.missing_since.items()},
+            "stalled": sorted(_tp_key(tp) for tp in self.stalled),
+            "broker_progress": {str(b): t for b, t in self.broker_progress.items()},
+            "paused_at": self.paused_at,
+            "dead_brokers": sorted(self.dead_brokers),
+            "cancel_failures": self.cancel_failures,
+            "alive_at_start": sorted(self.alive_at_start),
+            "run_started": self.run_started,
+            "weight_at_start": self.weight_at_start,
+            "polls": self.polls,
+            "report": self.report,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Runtime:
+        return cls(
+            applied=_throttles_from_dict(d["applied"]),
+            applied_known=d["applied_known"],
+            in_step=d["in_step"],
+            last_change={_tp_from_key(k): (_signature(sig), t) for k, (sig, t) in d["last_change"].items()},
+            missing_since={_tp_from_key(k): t for k, t in d["missing_since"].items()},
+            stalled={_tp_from_key(k) for k in d["stalled"]},
+            broker_progress={int(b): t for b, t in d["broker_progress"].items()},
+            paused_at=d["paused_at"],
+            dead_brokers=set(d["dead_brokers"]),
+            cancel_failures=d["cancel_failures"],
+            alive_at_start=set(d["alive_at_start"]),
+            run_started=d["run_started"],
+            weight_at_start=d["weight_at_start"],
+            polls=d.get("polls", 0),
+            report=d.get("report"),
+        )
+
+
+def _signature(sig: list) -> tuple:
+    """A move's progress signature (step, new replicas in the ISR) back from JSON."""
+    step, caught_up = sig
+    return (step, tuple(caught_up))
+
+
+def _throttles_to_dict(t: ThrottleConfig) -> dict[str, Any]:
+    return {"topics": t.topics, "brokers": {str(b): c for b, c in t.brokers.items()}}
+
+
+def _throttles_from_dict(d: dict[str, Any]) -> ThrottleConfig:
+    return ThrottleConfig(d["topics"], {int(b): c for b, c in d["brokers"].items()})
+
+
 @dataclass
 class ExecutionState:
     plan: ReassignmentPlan
@@ -59,6 +141,7 @@ class ExecutionState:
     throttles: ThrottleConfig = field(default_factory=lambda: ThrottleConfig({}, {}))
     submitted: set[TopicPartition] = field(default_factory=set)
     message: str = ""
+    runtime: Runtime = field(default_factory=Runtime)
 
     @property
     def plan_id(self) -> str:
@@ -81,11 +164,9 @@ class ExecutionState:
             "plan": self.plan.to_dict(),
             "base": [[tp.topic, tp.partition, list(r)] for tp, r in self.base.items()],
             "skipped": [[s.tp.topic, s.tp.partition, s.reason] for s in self.skipped],
-            "throttles": {
-                "topics": self.throttles.topics,
-                "brokers": {str(b): c for b, c in self.throttles.brokers.items()},
-            },
+            "throttles": _throttles_to_dict(self.throttles),
             "tasks": [_task_to_dict(t, t.tp in self.submitted) for t in self.tasks],
+            "runtime": self.runtime.to_dict(),
         }
 
     @classmethod
@@ -93,7 +174,6 @@ class ExecutionState:
         if data.get("version") != STATE_VERSION:
             raise ValidationError(f"execution state version {data.get('version')!r} is not supported")
         tasks = [_task_from_dict(t) for t in data["tasks"]]
-        throttles = data["throttles"]
         return cls(
             plan=ReassignmentPlan.from_dict(data["plan"]),
             base={TopicPartition(t, p): tuple(r) for t, p, r in data["base"]},
@@ -104,12 +184,12 @@ class ExecutionState:
             started_at=data["started_at"],
             updated_at=data["updated_at"],
             skipped=[SkippedPartition(TopicPartition(t, p), r) for t, p, r in data["skipped"]],
-            throttles=ThrottleConfig(
-                throttles["topics"], {int(b): c for b, c in throttles["brokers"].items()}
-            ),
+            throttles=_throttles_from_dict(data["throttles"]),
             submitted={
                 TopicPartition(t["topic"], t["partition"]) for t in data["tasks"] if t.get("submitted")
             },
+            # States written before the step API have no runtime: an empty one is a resume.
+            runtime=Runtime.from_dict(data["runtime"]) if "runtime" in data else Runtime(in_step=True),
         )
 
 
@@ -145,76 +225,3 @@ def _task_from_dict(d: dict[str, Any]) -> ExecutionTask:
         finished_at=d["finished_at"],
         error=d["error"],
     )
-
-
-class StateStore:
-    """The state directory: execution.json, the executor lock, cancel requests, rollback."""
-
-    def __init__(self, directory: str | Path) -> None:
-        self.dir = Path(directory)
-        self.path = self.dir / "execution.json"
-        self.lock_path = self.dir / "executor.lock"
-        self.cancel_path = self.dir / "cancel.request"
-        self.rollback_path = self.dir / "rollback.json"
-
-    def load(self) -> ExecutionState | None:
-        try:
-            text = self.path.read_text()
-        except FileNotFoundError:
-            return None
-        try:
-            return ExecutionState.from_dict(json.loads(text))
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-            raise ValidationError(f"execution state {self.path} is unreadable: {e}") from None
-
-    def save(self, state: ExecutionState) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".json.tmp")
-        with open(tmp, "w") as f:
-            json.dump(state.to_dict(), f, separators=(",", ":"))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-
-    @contextmanager
-    def lock(self) -> Iterator[None]:
-        """Hold the executor lock; refuse when another live process holds it."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        with open(self.lock_path, "a+") as f:
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise ReassignmentInProgressError(
-                    f"another kafka-ops executor is running with state directory {self.dir}"
-                ) from None
-            try:
-                yield
-            finally:
-                fcntl.flock(f, fcntl.LOCK_UN)
-
-    def executor_running(self) -> bool:
-        """Whether a live process holds the executor lock (without taking it)."""
-        if not self.lock_path.exists():
-            return False
-        with open(self.lock_path, "a+") as f:
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True
-            fcntl.flock(f, fcntl.LOCK_UN)
-            return False
-
-    def request_cancel(self) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.cancel_path.touch()
-
-    def cancel_requested(self) -> bool:
-        return self.cancel_path.exists()
-
-    def clear_cancel_request(self) -> None:
-        self.cancel_path.unlink(missing_ok=True)
-
-    def write_rollback(self, plan: ReassignmentPlan) -> Path:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        plan.write(self.rollback_path)
-        return self.rollback_path

@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from kafka_ops.errors import ReassignmentInProgressError, ValidationError
-from kafka_ops.executor.state import CANCELLING, ExecutionState, SkippedPartition, StateStore, plan_id
+from kafka_ops.executor.state import CANCELLING, ExecutionState, SkippedPartition, plan_id
+from kafka_ops.executor.store import StateStore
 from kafka_ops.executor.tasks import ExecutionTask, TaskState
 from kafka_ops.model import TopicPartition as TP
 from kafka_ops.plan import ReassignmentPlan
@@ -65,7 +66,7 @@ def test_lock_is_exclusive_across_processes_and_freed_by_death(tmp_path):
     store = StateStore(tmp_path)
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys,time; from kafka_ops.executor.state import StateStore\n"
+         "import sys,time; from kafka_ops.executor.store import StateStore\n"
          f"s=StateStore({str(tmp_path)!r})\n"
          "with s.lock():\n print('locked', flush=True); time.sleep(60)"],
         stdout=subprocess.PIPE, text=True,
