@@ -16,7 +16,6 @@ import argparse
 import signal
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
@@ -24,21 +23,19 @@ from tqdm import tqdm
 from kafka_ops.backends.base import ClusterBackend
 from kafka_ops.cli.common import add_backend_args, add_json_flag, connect_backend, print_json
 from kafka_ops.errors import ValidationError
-from kafka_ops.executor import (
-    ExecutionLimits,
-    ExecutionOptions,
-    ExecutionProgress,
-    ExecutionReport,
-    ExecutionState,
-    Executor,
-    StateStore,
-    verify_plan,
-)
+from kafka_ops.executor import ExecutionProgress, ExecutionReport, ExecutionState, Executor, StateStore
 from kafka_ops.executor.strategies import STRATEGIES
-from kafka_ops.executor.tasks import TaskState
-from kafka_ops.executor.verify import VerifyStatus
 from kafka_ops.plan import ReassignmentPlan
-from kafka_ops.throttle import clear_throttles
+from kafka_ops.workflow import (
+    ExecutionRequest,
+    OptionError,
+    cancel_execution,
+    read_base,
+    report_dict,
+    run_execution,
+    state_dict,
+    verify_and_clear_throttles,
+)
 
 EXIT_CODES = {"completed": 0, "failed": 1, "paused": 3, "cancelled": 4}
 
@@ -120,50 +117,46 @@ def _connect(args: argparse.Namespace) -> ClusterBackend:
 
 
 # -- execute ------------------------------------------------------------------------------------
+def execution_request(args: argparse.Namespace) -> ExecutionRequest:
+    """The workflow's ExecutionRequest from execute's flags (errors name the flag)."""
+    try:
+        return ExecutionRequest(
+            throttle=args.throttle,
+            max_incoming=args.max_incoming,
+            max_outgoing=args.max_outgoing,
+            max_in_flight=args.max_in_flight,
+            max_leader_changes=args.max_leader_changes,
+            strategy=list(args.strategy or ("default",)),
+            one_replica_at_a_time=args.one_replica_at_a_time,
+            on_drift=args.on_drift,
+            allow_under_replicated=args.allow_under_replicated,
+            elect_leaders=not args.no_elect_leaders,
+            poll_interval=args.poll_interval,
+            stall_timeout=args.stall_timeout,
+        )
+    except OptionError as e:
+        raise ValidationError(e.as_flag()) from None
+
+
 def cmd_execute(args: argparse.Namespace) -> int:
     plan = ReassignmentPlan.read(args.plan)
     plan.validate()
-    base = _read_base(args)
-    options = ExecutionOptions(
-        throttle=args.throttle,
-        limits=ExecutionLimits(
-            incoming_per_broker=args.max_incoming, outgoing_per_broker=args.max_outgoing,
-            in_flight=args.max_in_flight, leader_changes=args.max_leader_changes,
-        ),
-        strategy=tuple(args.strategy or ("default",)),
-        one_replica_at_a_time=args.one_replica_at_a_time,
-        on_drift=args.on_drift,
-        allow_under_replicated=args.allow_under_replicated,
-        elect_leaders=not args.no_elect_leaders,
-        poll_interval=args.poll_interval,
-        stall_timeout=args.stall_timeout,
-    )
+    request = execution_request(args)
+    base = read_base(args.plan, args.base)
+    if base is None:
+        print("note: no base file (PLAN.rollback.json): the drift check compares against the "
+              "cluster as it is now", file=sys.stderr)
     bar = None if args.no_progress or args.json else ProgressBar()
     backend = _connect(args)
     try:
-        executor = Executor(
-            backend, plan, base=base, options=options, store=StateStore(args.state_dir),
-            on_progress=bar.update if bar else None,
-        )
-        with _cancel_on_signals(executor):
-            report = executor.run()
+        report = run_execution(backend, plan, args.state_dir, request, base=base,
+                               on_progress=bar.update if bar else None, on_executor=_cancel_on_signals)
     finally:
         if bar:
             bar.close()
         backend.close()
     _print_report(report, args.json)
     return EXIT_CODES.get(report.status, 1)
-
-
-def _read_base(args: argparse.Namespace) -> dict | None:
-    path = Path(args.base) if args.base else Path(args.plan).with_suffix(".rollback.json")
-    if not path.exists():
-        if args.base:
-            raise ValidationError(f"base file {path} does not exist")
-        print("note: no base file (PLAN.rollback.json): the drift check compares against the "
-              "cluster as it is now", file=sys.stderr)
-        return None
-    return ReassignmentPlan.read(path).replicas
 
 
 class _cancel_on_signals:
@@ -240,7 +233,7 @@ def _counts(p: ExecutionProgress) -> str:
 
 
 def _print_report(report: ExecutionReport, as_json: bool) -> None:
-    data = _report_dict(report)
+    data = report_dict(report)
     if as_json:
         print_json(data)
         return
@@ -261,82 +254,37 @@ def _print_report(report: ExecutionReport, as_json: bool) -> None:
         print(f"rollback plan for the {len(report.rollback)} partitions that moved: {report.rollback_path}")
 
 
-def _report_dict(report: ExecutionReport) -> dict[str, Any]:
-    return {
-        "status": report.status,
-        "message": report.message,
-        "completed": [str(tp) for tp in report.completed],
-        "reverted": [str(tp) for tp in report.aborted],
-        "failed": {str(tp): e for tp, e in report.dead.items()},
-        "not_started": [str(tp) for tp in report.pending],
-        "skipped": {str(s.tp): s.reason for s in report.skipped},
-        "leaders_misplaced": (
-            {str(tp): {"preferred": w, "leader": lead} for tp, (w, lead) in report.leaders.misplaced.items()}
-            if report.leaders else None
-        ),
-        "rollback": str(report.rollback_path) if report.rollback_path else None,
-        "elapsed_seconds": round(report.elapsed, 3),
-    }
-
-
 # -- verify -------------------------------------------------------------------------------------
 def cmd_verify(args: argparse.Namespace) -> int:
     plan = ReassignmentPlan.read(args.plan)
     plan.validate()
     backend = _connect(args)
     try:
-        results = verify_plan(backend, plan)
-        cleared = False
-        # Like Kafka: throttles go only once nothing moves anywhere in the cluster.
-        if not args.preserve_throttles and not backend.list_reassignments():
-            # Kafka's set: every live broker (a dead one's configs cannot be changed through it).
-            clear_throttles(backend, plan.topics, backend.describe_cluster().alive_broker_ids)
-            cleared = True
+        result = verify_and_clear_throttles(backend, plan, preserve_throttles=args.preserve_throttles)
     finally:
         backend.close()
     if args.json:
-        print_json({
-            "partitions": {str(r.tp): r.status.value for r in results},
-            "throttles_cleared": cleared,
-        })
+        print_json({"partitions": result.partitions, "throttles_cleared": result.throttles_cleared})
     else:
-        for r in results:
-            print(r.message)
-        if cleared:
+        for message in result.messages:
+            print(message)
+        if result.throttles_cleared:
             print("Clearing broker-level throttles and topic-level throttles.")
-    return 0 if all(r.status is VerifyStatus.COMPLETED for r in results) else 1
+    return 0 if result.complete else 1
 
 
 # -- cancel -------------------------------------------------------------------------------------
 def cmd_cancel(args: argparse.Namespace) -> int:
     store = StateStore(args.state_dir)
+    result = cancel_execution(store, (lambda: _connect(args)), wait=args.wait)
     state = store.load()
-    if state is None or state.finished:
-        raise ValidationError(f"no unfinished execution in {store.dir}: nothing to cancel")
-    if store.executor_running():
-        store.request_cancel()
-        deadline = time.monotonic() + args.wait
-        while time.monotonic() < deadline:
-            state = store.load()
-            if state is not None and state.finished:
-                break
-            time.sleep(0.2)
-        else:
-            raise ValidationError(
-                f"the running executor did not finish cancelling within {args.wait:.0f} s; "
-                f"the request stays in {store.cancel_path}"
-            )
-        _print_state(state, args.json)
-        return EXIT_CODES.get(state.status, 1)
-    backend = _connect(args)
-    try:
-        executor = Executor(backend, state.plan, store=store, options=ExecutionOptions(poll_interval=0.5))
-        executor.request_cancel()
-        report = executor.run()
-    finally:
-        backend.close()
-    _print_report(report, args.json)
-    return EXIT_CODES.get(report.status, 1)
+    assert state is not None
+    if result.by == "executor":
+        _print_state(state, args.json)  # the running executor cancelled: print its record
+    else:
+        assert state.runtime.report is not None
+        _print_report(ExecutionReport.from_dict(state.runtime.report), args.json)
+    return EXIT_CODES.get(result.status, 1)
 
 
 # -- status -------------------------------------------------------------------------------------
@@ -349,22 +297,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def _print_state(state: ExecutionState, as_json: bool) -> None:
-    counts = {s.value: 0 for s in TaskState}
-    for t in state.tasks:
-        counts[t.state.value] += 1
-    in_flight = [t for t in state.tasks if t.state in (TaskState.IN_PROGRESS, TaskState.ABORTING)]
-    data = {
-        "status": state.status,
-        "message": state.message,
-        "plan_id": state.plan_id,
-        "tasks": counts,
-        "skipped": len(state.skipped),
-        "in_flight": {str(t.tp): {"step": t.step + 1, "steps": len(t.steps), "replicas": list(t.step_target)}
-                      for t in in_flight},
-        "throttled_topics": sorted(state.throttles.topics),
-        "throttled_brokers": sorted(state.throttles.brokers),
-        "updated_at": state.updated_at,
-    }
+    data = state_dict(state)
+    counts = data["tasks"]
     if as_json:
         print_json(data)
         return

@@ -7,9 +7,7 @@ by Kafka's own ``--generate``. Nothing here changes a cluster; ``rollback`` only
 from __future__ import annotations
 
 import argparse
-import os
 from collections import Counter
-from pathlib import Path
 
 from kafka_ops.cli.common import add_cluster_args, add_json_flag, cluster_given, load_cluster, print_json
 from kafka_ops.errors import ValidationError
@@ -23,6 +21,7 @@ from kafka_ops.plan_report import (
     summarize_plan,
 )
 from kafka_ops.pools import check_plan_in_pools, load_pools
+from kafka_ops.workflow.files import write_files
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -66,22 +65,6 @@ def read_plan(path: str) -> ReassignmentPlan:
     plan = ReassignmentPlan.read(path)
     plan.validate()
     return plan
-
-
-def write_files(files: dict[str, str]) -> None:
-    """Write all files or none: each goes to a temp file first, renamed once all are written."""
-    temps: list[Path] = []
-    try:
-        for path, text in files.items():
-            tmp = Path(f"{path}.tmp{os.getpid()}")
-            tmp.write_text(text)
-            temps.append(tmp)
-    except OSError as e:
-        for tmp in temps:
-            tmp.unlink(missing_ok=True)
-        raise ValidationError(f"cannot write {e.filename}: {e.strerror}") from None
-    for tmp, path in zip(temps, files, strict=True):
-        tmp.replace(path)
 
 
 def cmd_show(args: argparse.Namespace) -> int:

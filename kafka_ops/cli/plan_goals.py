@@ -12,26 +12,15 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 from kafka_ops.charts import plot_broker_load
 from kafka_ops.cli.common import add_cluster_args, add_json_flag, load_cluster, parse_int_list, print_json
 from kafka_ops.errors import ValidationError
 from kafka_ops.model import ClusterModel
-from kafka_ops.planner import (
-    SOFT_GOALS,
-    PlannerOptions,
-    PlanResult,
-    plan_add_brokers,
-    plan_demote,
-    plan_fix_offline,
-    plan_migrate_pool,
-    plan_rebalance,
-    plan_remove_brokers,
-    plan_replace_broker,
-    plan_set_replication_factor,
-)
+from kafka_ops.planner import SOFT_GOALS, PlanResult
 from kafka_ops.pools import PoolSet, load_pools
+from kafka_ops.workflow import OptionError, PlanRequest, plan_cluster, rollback_path, write_plan_pair
+from kafka_ops.workflow.planning import check_throttle
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -85,9 +74,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
     add_json_flag(parser)
 
 
-def _options(args: argparse.Namespace) -> PlannerOptions:
+def _thresholds(items: list[str]) -> dict[str, float]:
+    """--threshold GOAL=FRACTION, repeated, as a dict (the workflow checks the values)."""
     thresholds = {}
-    for item in args.threshold:
+    for item in items:
         name, sep, value = item.partition("=")
         if not sep or name not in SOFT_GOALS:
             raise ValidationError(f"--threshold {item!r}: expected GOAL=FRACTION with a soft goal name")
@@ -97,20 +87,25 @@ def _options(args: argparse.Namespace) -> PlannerOptions:
             raise ValidationError(f"--threshold {item!r}: {value!r} is not a number") from None
         if thresholds[name] < 0:
             raise ValidationError(f"--threshold {item!r}: must not be negative")
-    for flag in ("max_moves", "max_bytes", "max_leader_changes"):
-        value = getattr(args, flag)
-        if value is not None and value < 0:
-            raise ValidationError(f"--{flag.replace('_', '-')} must not be negative")
-    if args.throttle is not None and args.throttle <= 0:
-        raise ValidationError("--throttle must be a positive number of bytes per second")
-    return PlannerOptions(
-        goals=tuple(_names(args.goals)) if args.goals else None,
-        thresholds=thresholds,
-        max_moves=args.max_moves,
-        max_bytes=args.max_bytes,
-        max_leader_changes=args.max_leader_changes,
-        topic_swaps=args.topic_swaps,
-    )
+    return thresholds
+
+
+def _request(args: argparse.Namespace, mode: str, **mode_options: object) -> PlanRequest:
+    """The workflow's PlanRequest from the flags; errors name the flag."""
+    try:
+        check_throttle(args.throttle)
+        return PlanRequest(
+            mode=mode,
+            goals=_names(args.goals) if args.goals else None,
+            thresholds=_thresholds(args.threshold),
+            max_moves=args.max_moves,
+            max_bytes=args.max_bytes,
+            max_leader_changes=args.max_leader_changes,
+            topic_swaps=args.topic_swaps,
+            **mode_options,  # type: ignore[arg-type]
+        )
+    except OptionError as e:
+        raise ValidationError(e.as_flag()) from None
 
 
 def _names(text: str | None) -> list[str]:
@@ -121,71 +116,51 @@ def _pools(args: argparse.Namespace) -> PoolSet | None:
     return load_pools(args.pools) if args.pools else None
 
 
-def _rebalance(args: argparse.Namespace) -> int:
+def _plan(args: argparse.Namespace, request: PlanRequest) -> int:
+    pools = _pools(args)
+    if request.mode == "migrate-pool" and pools is None:
+        raise ValidationError("migrate-pool needs a pools file (--pools)")
     cluster = load_cluster(args)
-    result = plan_rebalance(cluster, _pools(args), _options(args), topics=_names(args.topics) or None,
-                            pool=args.pool)
-    return _report(args, cluster, result)
+    return _report(args, cluster, plan_cluster(cluster, request, pools))
+
+
+def _rebalance(args: argparse.Namespace) -> int:
+    return _plan(args, _request(args, "rebalance", topics=_names(args.topics) or None, pool=args.pool))
 
 
 def _add_brokers(args: argparse.Namespace) -> int:
-    cluster = load_cluster(args)
-    brokers = parse_int_list(args.brokers, "--brokers")
-    return _report(args, cluster, plan_add_brokers(cluster, brokers, _pools(args), _options(args)))
+    return _plan(args, _request(args, "add-brokers", brokers=parse_int_list(args.brokers, "--brokers")))
 
 
 def _remove_brokers(args: argparse.Namespace) -> int:
-    cluster = load_cluster(args)
-    brokers = parse_int_list(args.brokers, "--brokers")
-    return _report(args, cluster, plan_remove_brokers(cluster, brokers, _pools(args), _options(args)))
+    return _plan(args, _request(args, "remove-brokers", brokers=parse_int_list(args.brokers, "--brokers")))
 
 
 def _demote(args: argparse.Namespace) -> int:
-    cluster = load_cluster(args)
-    brokers = parse_int_list(args.brokers, "--brokers")
-    return _report(args, cluster, plan_demote(cluster, brokers, _pools(args), _options(args)))
+    return _plan(args, _request(args, "demote", brokers=parse_int_list(args.brokers, "--brokers")))
 
 
 def _fix_offline(args: argparse.Namespace) -> int:
-    cluster = load_cluster(args)
-    return _report(args, cluster, plan_fix_offline(cluster, _pools(args), _options(args)))
+    return _plan(args, _request(args, "fix-offline"))
 
 
 def _set_rf(args: argparse.Namespace) -> int:
-    cluster = load_cluster(args)
-    result = plan_set_replication_factor(cluster, _names(args.topics), args.rf, _pools(args),
-                                         _options(args))
-    return _report(args, cluster, result)
+    return _plan(args, _request(args, "set-rf", topics=_names(args.topics), replication_factor=args.rf))
 
 
 def _migrate_pool(args: argparse.Namespace) -> int:
-    pools = _pools(args)
-    if pools is None:
-        raise ValidationError("migrate-pool needs a pools file (--pools)")
-    cluster = load_cluster(args)
-    result = plan_migrate_pool(cluster, pools, _names(args.topics) or None, _options(args))
-    return _report(args, cluster, result)
+    return _plan(args, _request(args, "migrate-pool", topics=_names(args.topics) or None))
 
 
 def _replace(args: argparse.Namespace) -> int:
-    cluster = load_cluster(args)
-    return _report(args, cluster, plan_replace_broker(cluster, args.old, args.new, _pools(args),
-                                                      _options(args)))
-
-
-def rollback_path(output: str) -> Path:
-    """PLAN.json -> PLAN.rollback.json (any other name gets .rollback.json appended)."""
-    path = Path(output)
-    stem = path.name[:-5] if path.name.endswith(".json") else path.name
-    return path.with_name(stem + ".rollback.json")
+    return _plan(args, _request(args, "replace-broker", from_broker=args.old, to_broker=args.new))
 
 
 def _report(args: argparse.Namespace, cluster: ClusterModel, result: PlanResult) -> int:
     plan = result.plan
     written = None
     if args.output and len(plan):
-        plan.write(args.output)
-        plan.rollback(cluster).write(rollback_path(args.output))
+        write_plan_pair(plan, plan.rollback(cluster), args.output)
         written = args.output
     if args.chart:
         plot_broker_load(cluster, cluster.with_assignment(plan.replicas), args.chart,

@@ -801,9 +801,14 @@ class Executor:
         if self.store is not None:
             self.store.save(state)
 
+    def current(self) -> st.ExecutionState:
+        """The execution's state: in memory, or from the store (reconciled if needed)."""
+        return self._current()
+
     def progress(self, cluster: ClusterModel | None = None) -> ExecutionProgress:
-        """Where the execution stands (from the state; ``cluster`` adds per-move ISR detail)."""
-        state = self._current()
+        """Where the execution stands, from the state alone (``cluster`` adds per-move ISR
+        detail); reads neither the store nor the cluster when the state is in memory."""
+        state = self.state if self.state is not None else self._current()
         in_flight = [t for t in state.tasks if t.state in (TaskState.IN_PROGRESS, TaskState.ABORTING)]
         return self._progress(state, cluster, self.clock(), in_flight, None)
 

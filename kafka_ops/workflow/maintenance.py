@@ -1,0 +1,75 @@
+"""Steps 8-9 of the runbook: verify (and clear throttles), elect preferred leaders.
+
+Both work on a plan alone, like Kafka's ``--verify`` and ``kafka-leader-election``, so they
+also finish the job after an execution whose process is gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kafka_ops.backends.base import ClusterBackend
+from kafka_ops.executor import verify_plan
+from kafka_ops.executor.leaders import elect_preferred_leaders
+from kafka_ops.executor.verify import VerifyStatus
+from kafka_ops.plan import ReassignmentPlan
+from kafka_ops.throttle import clear_throttles
+from kafka_ops.workflow.records import OptionError, Record
+
+
+@dataclass(frozen=True)
+class VerifyResult(Record):
+    partitions: dict[str, str]  # "topic-partition" -> completed / in_progress / failed
+    messages: list[str]  # Kafka's verify lines
+    throttles_cleared: bool
+    complete: bool
+
+
+def verify_and_clear_throttles(
+    backend: ClusterBackend, plan: ReassignmentPlan | Mapping[str, Any], *, preserve_throttles: bool = False
+) -> VerifyResult:
+    """Kafka's verify of every partition of ``plan``; like Kafka, throttles are removed (from
+    the plan's topics and every live broker) only once nothing moves anywhere in the cluster."""
+    plan = plan if isinstance(plan, ReassignmentPlan) else ReassignmentPlan.from_dict(plan)
+    plan.validate()
+    results = verify_plan(backend, plan)
+    cleared = False
+    if not preserve_throttles and not backend.list_reassignments():
+        clear_throttles(backend, plan.topics, backend.describe_partitions([]).alive_broker_ids)
+        cleared = True
+    return VerifyResult(
+        partitions={str(r.tp): r.status.value for r in results},
+        messages=[r.message for r in results],
+        throttles_cleared=cleared,
+        complete=all(r.status is VerifyStatus.COMPLETED for r in results),
+    )
+
+
+@dataclass(frozen=True)
+class LeaderResult(Record):
+    elected: list[str]
+    errors: dict[str, str]
+    misplaced: dict[str, dict[str, int]]  # partition -> preferred, leader
+
+    @property
+    def ok(self) -> bool:
+        return not self.misplaced
+
+
+def elect_leaders(
+    backend: ClusterBackend, plan: ReassignmentPlan | Mapping[str, Any], *, batch_size: int = 200
+) -> LeaderResult:
+    """Preferred leader election for the plan's partitions not led by their first replica,
+    ``batch_size`` at a time; then which are still misplaced."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise OptionError("batch_size", "must be a positive integer")
+    plan = plan if isinstance(plan, ReassignmentPlan) else ReassignmentPlan.from_dict(plan)
+    plan.validate()
+    report = elect_preferred_leaders(backend, plan.replicas, batch_size)
+    return LeaderResult(
+        elected=[str(tp) for tp in report.elected],
+        errors={str(tp): e for tp, e in report.errors.items()},
+        misplaced={str(tp): {"preferred": w, "leader": lead} for tp, (w, lead) in report.misplaced.items()},
+    )
