@@ -15,17 +15,18 @@ from kafka_ops_provider.operators.base import KafkaOpsOperator
 
 
 def execution_options(params: dict[str, Any]) -> Any:
-    """The ExecutionOptions the execute task will run with, from the run's Params."""
-    from kafka_ops.executor import ExecutionLimits, ExecutionOptions
+    """The ExecutionOptions the execute task will run with, from the run's Params, through the
+    workflow API's own ExecutionRequest (one mapping, so the simulation cannot drift from it)."""
+    from kafka_ops.workflow import ExecutionRequest
 
     concurrency = int(params.get("concurrency") or 2)
-    return ExecutionOptions(
+    return ExecutionRequest(
         throttle=int(params["throttle"]) if params.get("throttle") else None,
-        limits=ExecutionLimits(incoming_per_broker=concurrency, outgoing_per_broker=concurrency),
+        max_incoming=concurrency, max_outgoing=concurrency,
         one_replica_at_a_time=bool(params.get("one_replica_at_a_time")),
         poll_interval=float(params.get("poll_interval") or 5.0),
         elect_leaders=False,
-    )
+    ).options()
 
 
 class PredictTimelineOperator(KafkaOpsOperator):
