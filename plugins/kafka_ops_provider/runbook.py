@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from airflow.sdk import BaseOperator, Param, TriggerRule, chain
 
-from kafka_ops_provider.notifications.oncall import OnCallNotifier
+from kafka_ops_provider.notifications.oncall import OnCallNotifier, RunOutcomeNotifier
 from kafka_ops_provider.operators.approval import PlanApprovalOperator
 from kafka_ops_provider.ui.operators import PredictTimelineOperator
 from kafka_ops_provider.operators.execution import (
@@ -71,7 +71,8 @@ def gated_execution(plan_task: BaseOperator, retries: int = 2) -> BaseOperator:
     # The report runs whatever happened once execution was approved: it says what moved, or
     # what failed, that the cluster was made safe, and how to resume.
     report = ReassignmentReportOperator(task_id="report", trigger_rule=TriggerRule.ALL_DONE,
-                                        **common)
+                                        on_success_callback=RunOutcomeNotifier(),
+                                        on_failure_callback=RunOutcomeNotifier(), **common)
     chain(plan_task, predict, approve, execute, verify, leaders, clear)
     [execute, verify, leaders, clear] >> safe
     [clear, safe] >> report
