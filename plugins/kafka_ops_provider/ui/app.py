@@ -15,6 +15,7 @@ operator's body links here; this view links back there), so who may approve is A
 from __future__ import annotations
 
 import json
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -143,6 +144,8 @@ def create_app(*, authenticate: bool = True, artifacts: Path | None = None,
     @app.get("/runs/{dag_id}/{key}", response_class=HTMLResponse)
     def run_page(dag_id: str, key: str, request: Request) -> str:
         run = get_run(dag_id, key)
+        # Index the diff while the browser renders this page: its first fetch finds it ready.
+        threading.Thread(target=run.diff, daemon=True).start()
         planned = run.planned or {}
         url = r.run_url(base, dag_id, key)
         run_id = planned.get("run_id") or key

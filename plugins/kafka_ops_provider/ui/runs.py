@@ -22,7 +22,7 @@ import threading
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlparse
 
 PLANNED = "planned.json"
@@ -71,6 +71,7 @@ class _Cache:
     def __init__(self) -> None:
         self._items: dict[Path, tuple[tuple[float, int], Any]] = {}
         self._lock = threading.Lock()
+        self._parsing: dict[Path, threading.Lock] = {}
 
     def get(self, path: Path, parse: Any) -> Any:
         try:
@@ -79,11 +80,12 @@ class _Cache:
             return None
         stamp = (st.st_mtime, st.st_size)
         with self._lock:
+            path_lock = self._parsing.setdefault(path, threading.Lock())
+        with path_lock:  # one parse per file version, however many requests ask at once
             hit = self._items.get(path)
             if hit is not None and hit[0] == stamp:
                 return hit[1]
-        value = parse(path)
-        with self._lock:
+            value = parse(path)
             self._items[path] = (stamp, value)
         return value
 
@@ -91,8 +93,7 @@ class _Cache:
 _cache = _Cache()
 
 
-@dataclass(frozen=True)
-class DiffRow:
+class DiffRow(NamedTuple):
     topic: str
     partition: int
     before: tuple[int, ...]
@@ -122,20 +123,38 @@ class DiffIndex:
     rows of that broker, not the plan."""
 
     def __init__(self, rows: list[DiffRow]) -> None:
-        self.rows = sorted(rows, key=lambda r: (r.topic, r.partition))
-        self._topics = [r.topic.lower() for r in self.rows]
+        keys = [(r.topic, r.partition) for r in rows]
+        in_order = all(a < b for a, b in zip(keys, keys[1:]))  # diff.json is written sorted
+        self.rows = rows if in_order else sorted(rows, key=lambda r: (r.topic, r.partition))
+        lower: dict[str, str] = {}
+        self._topics = [lower.setdefault(r.topic, r.topic.lower()) for r in self.rows]
         by_broker: dict[int, list[int]] = defaultdict(list)
         for i, r in enumerate(self.rows):
-            for b in set(r.before) | set(r.after):
+            for b in r.before:
                 by_broker[b].append(i)
+            for b in r.after:
+                if b not in r.before:
+                    by_broker[b].append(i)
         self._by_broker = dict(by_broker)
-        self._by_size: list[int] | None = None
+        # sort key -> (row order, each row's rank in it), computed on first use
+        self._orders: dict[str, tuple[list[int], list[int]]] = {}
+
+    def _order(self, sort: str) -> tuple[list[int], list[int]]:
+        """The whole diff ordered by ``sort`` (ties by topic, partition), and each row's rank."""
+        if sort not in self._orders:
+            key = ((lambda i: self.rows[i].size) if sort == "size"
+                   else (lambda i: len(self.rows[i].adding)))
+            order = sorted(range(len(self.rows)), key=key)
+            rank = [0] * len(order)
+            for pos, i in enumerate(order):
+                rank[i] = pos
+            self._orders[sort] = (order, rank)
+        return self._orders[sort]
 
     @classmethod
     def from_file(cls, path: Path) -> DiffIndex:
         data = json.loads(path.read_text())
-        return cls([DiffRow(t, int(p), tuple(b), tuple(a), int(s), int(lb), int(la))
-                    for t, p, b, a, s, lb, la in data])
+        return cls([DiffRow(t, p, tuple(b), tuple(a), s, lb, la) for t, p, b, a, s, lb, la in data])
 
     def query(self, topic: str = "", broker: int | None = None, sort: str = "topic",
               descending: bool = False, offset: int = 0, limit: int = 100
@@ -152,10 +171,12 @@ class DiffIndex:
             idx = [i for i, t in enumerate(self._topics) if needle in t]
         else:
             idx = list(range(len(self.rows)))
-        if sort == "size":
-            idx.sort(key=lambda i: self.rows[i].size, reverse=descending)
-        elif sort == "moves":
-            idx.sort(key=lambda i: len(self.rows[i].adding), reverse=descending)
+        if sort != "topic":
+            order, rank = self._order(sort)
+            if len(idx) == len(self.rows):  # the whole diff: the precomputed order itself
+                idx = order[::-1] if descending else order
+            else:
+                idx.sort(key=rank.__getitem__, reverse=descending)
         elif descending:
             idx.reverse()
         limit = max(1, min(limit, 1000))
