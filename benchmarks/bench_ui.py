@@ -84,8 +84,9 @@ def main() -> None:
               f"simulated in {p.wall_seconds:.1f} s wall")
     root = Path(tempfile.mkdtemp(prefix="bench-ui-"))
     moved = sum(model.partitions[tp].size_bytes for tp in plan.replicas)
-    planned = {"digest": {"hash": "sha256:bench", "moves": len(plan), "partitions": len(plan),
-                          "bytes": moved, "throttle": 100_000_000}, "cluster": "xl", "mode": "rebalance"}
+    planned = {"digest": {"content_hash": "sha256:bench", "replica_moves": len(plan), "partitions": len(plan),
+                          "bytes_to_move": moved, "throttle_bytes_per_sec": 100_000_000},
+               "cluster": "xl", "mode": "rebalance"}
     t1 = time.perf_counter()
     out = write_run_files(root / DAG / KEY, planned, model, plan, prediction)
     print(f"view files written in {time.perf_counter() - t1:.1f} s "

@@ -15,7 +15,7 @@
 - execute: deferred; the triggerer polls progress, no worker slot waits for replication.
 
 Schedule: `[kafka_ops] rebalance_schedule` (AIRFLOW__KAFKA_OPS__REBALANCE_SCHEDULE; daily by
-default); the snapshot alone runs more often in `kafka_metrics_snapshot`
+default; "none" turns it off); the snapshot alone runs more often in `kafka_metrics_snapshot`
 (`[kafka_ops] snapshot_schedule`, hourly). Trigger it by hand with the same Params.
 """
 
@@ -40,16 +40,26 @@ PARAMS = {
     **gate_params(),
     "prometheus_conn_id": Param("prometheus_default", type="string"),
     "window_minutes": Param(60, type="integer", minimum=1,
-                            description="metrics window the snapshot reads and Spark analyses"),
+                            description="metrics window the Spark analysis reads"),
+    "snapshot_step_seconds": Param(60, type="integer", minimum=1,
+                                   description="one sample every this many seconds"),
     "mode": Param("auto", enum=["auto", "rebalance", "fix-offline", "add-brokers"],
                   description="auto: repair anomalies first, else rebalance"),
     "force": Param(False, type="boolean",
                    description="plan even when the analysis finds the cluster balanced"),
 }
 
+
+
+def schedule(option: str, default: str) -> str | None:
+    """A cron expression or preset from ``[kafka_ops] <option>``; "none" turns it off."""
+    value = conf.get("kafka_ops", option, fallback=default).strip()
+    return None if value.lower() in ("", "none", "off") else value
+
+
 with DAG(
     dag_id="kafka_rebalance",
-    schedule=conf.get("kafka_ops", "rebalance_schedule", fallback="@daily"),
+    schedule=schedule("rebalance_schedule", "@daily"),
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,
@@ -64,8 +74,10 @@ with DAG(
         application=ANALYSIS_JOB,
         application_args=[
             "--snapshots", "{{ ti.xcom_pull(task_ids='snapshot')['snapshots'] }}",
+            "--cluster", "{{ ti.xcom_pull(task_ids='snapshot')['cluster'] }}",
+            "--start", "{{ ti.xcom_pull(task_ids='snapshot')['window_start'] }}",
+            "--end", "{{ ti.xcom_pull(task_ids='snapshot')['window_end'] }}",
             "--output", "{{ ti.xcom_pull(task_ids='snapshot')['analysis'] }}",
-            "--window-minutes", "{{ params.window_minutes }}",
         ],
         conf=SPARK_CONF,
         env_vars={"SPARK_LOCAL_IP": "127.0.0.1"},
@@ -79,12 +91,12 @@ with DAG(
 
 with DAG(
     dag_id="kafka_metrics_snapshot",
-    schedule=conf.get("kafka_ops", "snapshot_schedule", fallback="@hourly"),
+    schedule=schedule("snapshot_schedule", "@hourly"),
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,
     params={k: PARAMS[k] for k in ("kafka_conn_id", "zookeeper_conn_id", "prometheus_conn_id",
-                                   "window_minutes")},
+                                   "snapshot_step_seconds")},
     tags=["kafka", "kafka-ops"],
     doc_md="Appends the metric samples since the last run to the Parquet snapshots "
            "(what the daily rebalance analyses).",

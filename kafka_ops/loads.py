@@ -368,7 +368,7 @@ class AnalysisOutputSource:
 
 
 def load_source_from_spec(spec: str) -> LoadSource:
-    """``fields`` | ``file:PATH`` | ``analysis:DIR`` | ``snapshots:DIR[@START..END]``.
+    """``fields`` | ``file:PATH`` | ``analysis:DIR`` | ``snapshots:DIR@CLUSTER[@START..END]``.
 
     A bare existing directory holding a ``summary.json`` is taken as an analysis output (what
     ``kafka-ops plan --loads DIR`` passes).

@@ -54,6 +54,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--wire", action="store_true",
                      help="also serve the Kafka protocol (Admin API) on 127.0.0.1, one "
                           "listener per broker (always on with --mode kraft)")
+    run.add_argument("--metrics-port-base", type=int, metavar="PORT",
+                     help="serve each broker's Prometheus /metrics on 127.0.0.1:PORT+index "
+                          "(0: free ports); prints the targets")
     run.add_argument("--control-socket", metavar="PATH",
                      help="Unix socket accepting 'kafka-ops emulator fault' requests")
     run.set_defaults(func=_run)
@@ -85,6 +88,10 @@ def _run(args: argparse.Namespace) -> int:
         raise ValidationError("--mode kraft runs without ZooKeeper (Kafka 4 has none)")
     model = (load_snapshot(args.snapshot) if args.snapshot
              else generate_cluster(args.preset, seed=args.seed))
+    base = args.metrics_port_base
+    if base is not None and not (base == 0 or 1024 <= base <= 65535 - len(model.brokers)):
+        raise ValidationError(f"--metrics-port-base {base}: give 0 (free ports) or a port from "
+                              f"1024 leaving room for {len(model.brokers)} brokers")
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
@@ -94,9 +101,13 @@ def _run(args: argparse.Namespace) -> int:
         if server:
             print(f"embedded ZooKeeper: {connect}", flush=True)
         with Emulator(model, zookeeper=connect, mode=args.mode, speed=args.speed,
-                      cluster_id=args.cluster_id, wire=wire) as emulator:
+                      cluster_id=args.cluster_id, wire=wire,
+                      metrics_port_base=args.metrics_port_base) as emulator:
             if wire:
                 print(f"bootstrap servers: {emulator.bootstrap_servers}", flush=True)
+            if emulator.metrics_face is not None:
+                targets = ",".join(emulator.metrics_face.targets.values())
+                print(f"metrics targets: {targets}", flush=True)
             control = _control_server(args.control_socket, emulator.cluster)
             try:
                 print(f"emulator ready: {len(model.brokers)} brokers, {len(model.partitions)} "

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from kafka_ops.charts import plot_broker_load
 from kafka_ops.cli.common import add_cluster_args, add_json_flag, load_cluster, parse_int_list, print_json
 from kafka_ops.errors import ValidationError
+from kafka_ops.loads import load_source_from_spec, with_loads
 from kafka_ops.model import ClusterModel
 from kafka_ops.planner import SOFT_GOALS, PlanResult
 from kafka_ops.pools import PoolSet, load_pools
@@ -71,7 +72,18 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="write the plan here and its rollback to PLAN.rollback.json")
     parser.add_argument("--chart", metavar="FILE.png",
                         help="draw per-broker load (replicas, leaders, disk, bytes in) before and after")
+    parser.add_argument("--loads", metavar="DIR|SPEC",
+                        help="partition loads to plan with: a balance-analysis output directory "
+                             "(spark_jobs/balance_analysis.py), or file:PATH, snapshots:DIR")
     add_json_flag(parser)
+
+
+def _cluster(args: argparse.Namespace) -> ClusterModel:
+    """The cluster state, with --loads laid over it (partitions it lacks keep their own loads)."""
+    cluster = load_cluster(args)
+    if getattr(args, "loads", None):
+        cluster, _ = with_loads(cluster, load_source_from_spec(args.loads))
+    return cluster
 
 
 def _thresholds(items: list[str]) -> dict[str, float]:
@@ -120,7 +132,7 @@ def _plan(args: argparse.Namespace, request: PlanRequest) -> int:
     pools = _pools(args)
     if request.mode == "migrate-pool" and pools is None:
         raise ValidationError("migrate-pool needs a pools file (--pools)")
-    cluster = load_cluster(args)
+    cluster = _cluster(args)
     return _report(args, cluster, plan_cluster(cluster, request, pools))
 
 

@@ -23,6 +23,7 @@ from typing import Literal
 
 from kafka_ops.emulator.clock import Clock, ScaledClock
 from kafka_ops.emulator.cluster import EmulatedCluster
+from kafka_ops.emulator.metrics import MetricsFace
 from kafka_ops.emulator.wire_face import WireFace
 from kafka_ops.emulator.zk_face import ZooKeeperFace
 from kafka_ops.model import ClusterModel
@@ -42,12 +43,16 @@ class Emulator:
         cluster_id: str = "kafka-ops-emulator",
         wire: bool = False,
         sasl_plain_users: Mapping[str, str] | None = None,
+        metrics_port_base: int | None = None,
     ) -> None:
         self.clock = clock or ScaledClock(speed)
         self.cluster = EmulatedCluster(model, mode=mode, clock=self.clock, cluster_id=cluster_id)
         self.zk_face = ZooKeeperFace(self.cluster, zookeeper) if zookeeper else None
         self.wire_face = (WireFace(self.cluster, sasl_plain_users=sasl_plain_users)
                           if wire else None)
+        # Each broker's /metrics (JMX exporter names) on port_base + index; 0 = free ports.
+        self.metrics_face = (MetricsFace(self.cluster, port_base=metrics_port_base)
+                             if metrics_port_base is not None else None)
         self.tick_interval = tick_interval
         self._stopping = threading.Event()
         self._ticker: threading.Thread | None = None
@@ -69,6 +74,8 @@ class Emulator:
                 if self.wire_face is not None:  # do not leave listeners behind
                     self.wire_face.stop()
                 raise
+        if self.metrics_face is not None:
+            self.metrics_face.start()
         self._stopping.clear()
         self._ticker = threading.Thread(target=self._tick_forever, name="emulator-tick",
                                         daemon=True)
@@ -80,6 +87,8 @@ class Emulator:
         if self._ticker is not None:
             self._ticker.join(timeout=10)
             self._ticker = None
+        if self.metrics_face is not None:
+            self.metrics_face.stop()
         if self.zk_face is not None:
             self.zk_face.stop()
         if self.wire_face is not None:

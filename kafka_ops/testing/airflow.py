@@ -6,7 +6,7 @@ clicks turn into (unpause, trigger, answer an approval). It runs Airflow's own C
 and talks HTTP only, so nothing here imports Airflow: the library stays Airflow-free.
 
 Pitfalls measured here (environment notes): retry API writes on HTTP 5xx (SQLite write locks),
-and answer an approval only once the task has waited in ``awaiting_input`` for a few seconds.
+and answer an approval only once the scheduler has seen the waiting task's process end.
 """
 
 from __future__ import annotations
@@ -288,10 +288,20 @@ class AirflowStack:
                         + f"/taskInstances/{task_id}/{map_index}/hitlDetails")
 
     def answer(self, dag_id: str, run_id: str, task_id: str, option: str,
-               map_index: int = -1, settle_s: float = 5.0) -> dict[str, Any]:
-        """Click ``option`` (e.g. "Approve" / "Reject") once the task has waited ``settle_s``."""
+               map_index: int = -1, timeout: float = 120.0) -> dict[str, Any]:
+        """Click ``option`` (e.g. "Approve" / "Reject") on a waiting approval.
+
+        Only once the scheduler has processed the executor's report that the task's process
+        ended (it parks the task in ``awaiting_input``): an answer that overtakes that report
+        fails the task (the race the environment notes describe).
+        """
         self.wait_task(dag_id, run_id, task_id, {"awaiting_input"})
-        time.sleep(settle_s)  # the measured race: answers within ~3 s of waiting can fail the task
+        ti = self.task_instance(dag_id, run_id, task_id)
+        key = (f"TaskInstanceKey(dag_id='{dag_id}', task_id='{task_id}', run_id='{run_id}', "
+               f"try_number={ti['try_number']}, map_index={map_index})")
+        wait_for(lambda: any("Received executor event" in line and key in line
+                             for line in self.logs("scheduler").splitlines()),
+                 timeout, f"the scheduler to process {task_id}'s end of execution")
         return self.api("PATCH", self._run_path(dag_id, run_id)
                         + f"/taskInstances/{task_id}/{map_index}/hitlDetails",
                         {"chosen_options": [option]})

@@ -12,6 +12,8 @@ good (after its retries), so a failed run never leaves throttles or a half-moved
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from airflow.sdk import BaseOperator, Param, TriggerRule, chain
 
 from kafka_ops_provider.notifications.oncall import OnCallNotifier, RunOutcomeNotifier
@@ -62,7 +64,8 @@ def gated_execution(plan_task: BaseOperator, retries: int = 2) -> BaseOperator:
             "kafka-ops: a reassignment waits for your approval in {{ dag.dag_id }} "
             "(run {{ run_id }}): open the run's 'approve' task in the Airflow UI")],
     )
-    common = {"plan_task_id": plan_task.task_id, "retries": retries}
+    common = {"plan_task_id": plan_task.task_id, "retries": retries,
+              "retry_delay": timedelta(seconds=10)}
     execute = ExecuteReassignmentOperator(task_id="execute", **common)
     verify = VerifyReassignmentOperator(task_id="verify", **common)
     leaders = ElectPreferredLeadersOperator(task_id="elect_leaders", **common)

@@ -2,9 +2,10 @@
 
 ``airflow_stack``: Airflow 3.3.2 (api-server, scheduler, dag-processor, triggerer, SQLite) on
 loopback with the project's dags/ and plugins/, its artifacts in a temporary directory and the
-DAGs parsed and unpaused. ``emulated_cluster``: the example cluster (9 brokers, unbalanced:
-brokers 1-3 carry a third of the others' replicas) emulated on its own ZooKeeper chroot, reached
-by the DAGs through a connection of its own (``conn_id``), so tests never share cluster state.
+DAGs parsed and unpaused. ``cluster``: the example cluster (9 brokers, unbalanced:
+brokers 1-3 carry a third of the others' replicas) emulated on its own ZooKeeper chroot with
+per-broker /metrics and its own Prometheus, reached by the DAGs through connections of its own
+(``cluster.conf``), so tests never share cluster state.
 Every test drives Airflow the way on-call does: over the REST API.
 """
 
@@ -18,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from kafka_ops.emulator.runtime import Emulator
 from kafka_ops.model import ClusterModel
 from kafka_ops.snapshot import load_snapshot
 from kafka_ops.testing.airflow import AirflowStack
+from kafka_ops.testing.embedded import EmbeddedCluster
 from kafka_ops.testing.zookeeper import ZooKeeperServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,6 +36,9 @@ def airflow_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowS
     artifacts = tmp_path_factory.mktemp("artifacts")
     stack = AirflowStack(home=home, env={
         "AIRFLOW_VAR_KAFKA_OPS_ARTIFACTS": str(artifacts),
+        # Tests trigger every run themselves, each against its own cluster.
+        "AIRFLOW__KAFKA_OPS__REBALANCE_SCHEDULE": "none",
+        "AIRFLOW__KAFKA_OPS__SNAPSHOT_SCHEDULE": "none",
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[*]"}),
         "AIRFLOW_CONN_KAFKA_OPS_STATE": json.dumps({
             "conn_type": "generic", "extra": {"url": (artifacts / "state").as_uri()}}),
@@ -53,30 +57,38 @@ def airflow_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowS
 
 
 @dataclass
-class EmulatedCluster:
-    """What a test gets: the emulator (its own record of the cluster, faults) and the id of the
-    Airflow connection that reaches it."""
+class ClusterUnderTest:
+    """What a test gets: the embedded cluster (the emulator's own record, faults, Prometheus)
+    and the Params that point a DAG run at it through connections of its own."""
 
-    emulator: Emulator
-    conn_id: str
-    zookeeper: str
+    embedded: EmbeddedCluster
+    conf: dict
 
     @property
+    def emulated(self):  # kafka_ops.emulator.cluster.EmulatedCluster
+        assert self.embedded.emulator is not None
+        return self.embedded.emulator.cluster
+
     def model(self) -> ClusterModel:
-        return self.emulator.cluster.to_model()
+        return self.emulated.to_model()
 
     def replicas(self) -> dict[tuple[str, int], tuple[int, ...]]:
-        return {(tp.topic, tp.partition): p.replicas for tp, p in self.model.partitions.items()}
+        return {(tp.topic, tp.partition): p.replicas
+                for tp, p in self.model().partitions.items()}
 
 
 @pytest.fixture
-def emulated_cluster(airflow_stack: AirflowStack, zookeeper_server: ZooKeeperServer
-                     ) -> Iterator[EmulatedCluster]:
-    chroot = f"/kafka-{uuid.uuid4().hex[:10]}"
-    connect = zookeeper_server.connect_string + chroot
-    conn_id = f"zk_{uuid.uuid4().hex[:10]}"
-    with Emulator(load_snapshot(EXAMPLE), zookeeper=connect, speed=600) as emulator:
-        airflow_stack.set_connection(conn_id, "generic", host="127.0.0.1",
-                                     port=zookeeper_server.port, extra={"chroot": chroot})
-        yield EmulatedCluster(emulator, conn_id, connect)
-        airflow_stack.api("DELETE", f"/connections/{conn_id}", ok=(404,))
+def cluster(airflow_stack: AirflowStack, zookeeper_server: ZooKeeperServer
+            ) -> Iterator[ClusterUnderTest]:
+    tag = uuid.uuid4().hex[:10]
+    with EmbeddedCluster(load_snapshot(EXAMPLE), zookeeper=zookeeper_server) as embedded:
+        assert embedded.prometheus is not None
+        zk, prom = f"zk_{tag}", f"prom_{tag}"
+        airflow_stack.set_connection(zk, "generic", host=embedded.zookeeper_host,
+                                     port=embedded.zookeeper_port,
+                                     extra={"chroot": embedded.chroot})
+        airflow_stack.set_connection(prom, "http", host="127.0.0.1", schema="http",
+                                     port=int(embedded.prometheus.url.rsplit(":", 1)[1]))
+        yield ClusterUnderTest(embedded, {"zookeeper_conn_id": zk, "prometheus_conn_id": prom})
+        for conn_id in (zk, prom):
+            airflow_stack.api("DELETE", f"/connections/{conn_id}", ok=(404,))

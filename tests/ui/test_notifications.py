@@ -76,7 +76,8 @@ def no_secret(text: str) -> None:
 def test_approval_waiting_posts_a_slack_payload_with_figures_and_links(receiver, tmp_path):
     from kafka_ops_provider.notifications.oncall import OnCallNotifier
 
-    digest = {"moves": 42, "bytes": 3_500_000_000, "estimated_seconds": 3600, "hash": "sha256:feed"}
+    digest = {"replica_moves": 42, "bytes_to_move": 3_500_000_000, "estimated_seconds": 3600,
+              "content_hash": "sha256:feed"}
     OnCallNotifier("an approval waits").notify({"ti": TI({"plan": {"digest": digest}})})
     (post,) = receiver.posts
     assert post["path"] == f"/services/{PATH_TOKEN}"  # the endpoint from the connection

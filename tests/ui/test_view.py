@@ -46,10 +46,10 @@ def model_and_plan(seed: int = 7) -> tuple[ClusterModel, ReassignmentPlan]:
 def artifacts(tmp_path):
     model, plan = model_and_plan()
     pred = predict(model, plan, execution_options(PARAMS))
-    planned = {"digest": {"hash": "sha256:abc123", "moves": len(plan), "partitions": len(plan),
-                          "bytes": sum(model.partitions[tp].size_bytes for tp in plan.replicas),
-                          "throttle": PARAMS["throttle"],
-                          "goals": [{"name": "replica distribution", "before": 0.4, "after": 0.1}],
+    planned = {"digest": {"content_hash": "sha256:abc123", "replica_moves": len(plan), "partitions": len(plan),
+                          "bytes_to_move": sum(model.partitions[tp].size_bytes for tp in plan.replicas),
+                          "throttle_bytes_per_sec": PARAMS["throttle"],
+                          "goals": [{"name": "replica distribution", "status": "improved", "before": {"max/avg": 1.4}, "after": {"max/avg": 1.1}}],
                           "risks": ["leaders move off broker 1"]},
                "mode": "rebalance", "cluster": "emulated", "run_id": KEY}
     write_run_files(tmp_path / DAG / KEY, planned, model, plan, pred.to_dict())

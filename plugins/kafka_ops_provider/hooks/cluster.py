@@ -8,9 +8,11 @@ connection can be logged.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from airflow.exceptions import AirflowNotFoundException
+from airflow.sdk.exceptions import AirflowNotFoundException
 from airflow.sdk import BaseHook
 
 if TYPE_CHECKING:
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
 
 
 class KafkaClusterHook(BaseHook):
-    """``get_conn()``: a started kafka-ops backend; close it when done (or use ``with``)."""
+    """``backend()``: a started kafka-ops backend for ``with``; ``get_conn()`` one to close yourself."""
 
     conn_name_attr = "kafka_conn_id"
     default_conn_name = "kafka_default"
@@ -62,6 +64,15 @@ class KafkaClusterHook(BaseHook):
         from kafka_ops.backends.connection import connect
 
         return connect(self.cluster_connection())
+
+    @contextmanager
+    def backend(self) -> Iterator[ClusterBackend]:
+        """``with hook.backend() as backend:`` a started backend, closed afterwards."""
+        backend = self.get_conn()
+        try:
+            yield backend
+        finally:
+            backend.close()
 
     def describe(self) -> str:
         """Where the cluster is, secrets masked: for task logs and reports."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow.exceptions import AirflowNotFoundException
+from airflow.sdk.exceptions import AirflowNotFoundException
 from airflow.sdk import BaseHook
 
 

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from airflow.exceptions import AirflowNotFoundException
+from airflow.sdk.exceptions import AirflowNotFoundException
 from airflow.sdk import BaseHook, Variable
 
 DEFAULT_ARTIFACTS = os.path.join(os.environ.get("AIRFLOW_HOME", "."), "kafka-ops-artifacts")

@@ -84,9 +84,10 @@ class OnCallNotifier(_Notifier):
         d = planned.get("digest") or {}
         fields = [("DAG", ti.dag_id), ("Run", ti.run_id)]
         if d:
-            fields += [("Moves", str(d.get("moves", "?"))), ("Bytes", _bytes(d.get("bytes"))),
+            fields += [("Moves", str(d.get("replica_moves", "?"))),
+                       ("Bytes", _bytes(d.get("bytes_to_move"))),
                        ("Estimated duration", _duration(d.get("estimated_seconds"))),
-                       ("Digest", str(d.get("hash", "?")))]
+                       ("Digest", str(d.get("content_hash", "?")))]
         links = airflow_links(ti.dag_id, ti.run_id, ti.task_id)
         fields.append(("Details", links["view"]))
         self._send(context, "approval", self.message, fields, links["required_actions"])

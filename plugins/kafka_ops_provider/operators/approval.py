@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from airflow.configuration import conf
-from airflow.exceptions import AirflowSkipException
+from airflow.sdk.exceptions import AirflowSkipException
 from airflow.providers.standard.operators.hitl import ApprovalOperator
 
 
@@ -65,5 +65,5 @@ class PlanApprovalOperator(ApprovalOperator):
         self.subject = digest_subject(planned, context["dag"].dag_id)
         self.body = digest_markdown(planned) + view_link(context)
         self.response_timeout = timedelta(minutes=float(params["approval_timeout_minutes"]))
-        self.log.info("Approval requested for digest %s:\n%s", digest["hash"], self.body)
+        self.log.info("Approval requested for digest %s:\n%s", digest["content_hash"], self.body)
         return super().execute(context)

@@ -28,35 +28,51 @@ def _duration(seconds: float | None) -> str:
 
 def digest_subject(planned: dict[str, Any], dag_id: str) -> str:
     d = planned["digest"]
-    return (f"Approve {d['moves']} replica moves ({_bytes(d['bytes'])}) on "
-            f"{planned.get('cluster', 'the cluster')} [{dag_id}]")
+    return (f"Approve {d['replica_moves']} replica moves ({_bytes(d['bytes_to_move'])}) on "
+            f"{planned.get('cluster', 'the cluster')} [{dag_id}, {planned.get('mode')}]")
+
+
+def _figures(values: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}"
+                     for k, v in values.items()) or "-"
 
 
 def digest_markdown(planned: dict[str, Any]) -> str:
     d = planned["digest"]
+    throttle = d.get("throttle_bytes_per_sec") or 0
     lines = [
-        f"**Mode:** {planned.get('mode', '?')}  ",
-        f"**Moves:** {d['moves']} replica moves in {d.get('partitions', '?')} partitions, "
-        f"{_bytes(d['bytes'])} to copy  ",
+        f"**Mode:** {planned.get('mode', '?')} on {planned.get('cluster', '?')}  ",
+        f"**Moves:** {d['replica_moves']} replica moves in {d['partitions']} partitions, "
+        f"{_bytes(d['bytes_to_move'])} to copy  ",
         f"**Estimated duration:** {_duration(d.get('estimated_seconds'))} at a throttle of "
-        f"{_bytes(d.get('throttle') or 0)}/s per broker  ",
-        f"**Leadership changes:** {d.get('leader_changes', 0)}",
+        f"{_bytes(throttle)}/s per broker  ",
+        f"**Leadership changes:** {d['leader_changes']}  ",
+        f"**Loads:** {planned.get('loads') or 'from the cluster (sizes; no measured rates)'}",
         "",
-        "| goal | before | after |",
-        "|---|---|---|",
+        "| goal | status | before | after |",
+        "|---|---|---|---|",
     ]
     for goal in d.get("goals", []):
-        lines.append(f"| {goal['name']} | {goal['before']} | {goal['after']} |")
+        kind = " (hard)" if goal.get("hard") else ""
+        lines.append(f"| {goal['name']}{kind} | {goal.get('status', '')} | "
+                     f"{_figures(goal['before'])} | {_figures(goal['after'])} |")
     risks = d.get("risks") or []
     lines += ["", "**Risks:**" if risks else "**Risks:** none found"]
     lines += [f"- {r}" for r in risks]
+    busiest = sorted(d.get("brokers", []), key=lambda b: -(b["bytes_in"] + b["bytes_out"]))[:5]
+    if busiest:
+        lines += ["", "| broker | replicas in / out | leaders +/- | bytes in / out |",
+                  "|---|---|---|---|"]
+        lines += [f"| {b['broker']} | {b['replicas_in']} / {b['replicas_out']} | "
+                  f"+{b['leaders_gained']} / -{b['leaders_lost']} | "
+                  f"{_bytes(b['bytes_in'])} / {_bytes(b['bytes_out'])} |" for b in busiest]
     lines += [
         "",
         f"**Plan:** `{planned.get('plan_path')}` (Kafka's reassignment JSON)  ",
         f"**Rollback:** `{planned.get('rollback_path')}`  ",
         f"**Before/after chart:** `{planned.get('chart_path')}`  ",
-        f"**Digest:** `{d['hash']}` — Approve binds to this exact plan and cluster state; "
-        "if either changes before execution starts, execution refuses.",
+        f"**Digest:** `{d['content_hash']}` — Approve binds to this exact plan and cluster "
+        "state; if either changes before execution starts, execution refuses.",
         "",
         "*Reject* (or no answer in time) ends the run with nothing changed.",
     ]

@@ -3,18 +3,22 @@
 Execution is deferrable: ``execute`` starts (or, on a retry or a cleared task, resumes) the
 execution recorded in this run's state store and takes one step; then it defers to
 ``ExecutionProgressTrigger`` and takes the next step when the trigger says one is due. The
-approval is re-checked at the start: the digest the approver saw must still match the plan and
-the live cluster, else execution refuses and nothing moves.
+approval is re-checked at the start: the digest's content hash must still match the plan and
+the live cluster, else execution refuses (no retry) and nothing moves.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from airflow.exceptions import AirflowFailException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from kafka_ops_provider.operators.base import KafkaOpsOperator
 from kafka_ops_provider.triggers.progress import ExecutionProgressTrigger
+
+RESUME_HINT = ("To resume once the cause is fixed (e.g. the broker is back): clear the "
+               "'execute' task of this run in the Airflow UI (or POST .../clearTaskInstances); "
+               "the execution continues from its state store, never redoing a finished move.")
 
 
 def _approved(context: Any) -> bool:
@@ -23,25 +27,33 @@ def _approved(context: Any) -> bool:
 
 
 class ExecuteReassignmentOperator(KafkaOpsOperator):
-    """Start or resume the approved plan; deferred while replication runs."""
+    """Start or resume the approved plan; deferred to the triggerer while replication runs."""
 
     ui_color = "#fde68a"
 
     def execute(self, context: Any) -> Any:
         from kafka_ops import workflow
+        from kafka_ops.errors import ValidationError
 
         if not _approved(context):
             raise AirflowFailException("the plan was not approved: nothing executes")
         planned = self.planned(context)
         params = context["params"]
-        with self.cluster_hook(context).get_conn() as backend:
-            started = workflow.start_execution(
-                backend, self.store(context), planned["digest"], options={
-                    "throttle": params["throttle"], "concurrency": params["concurrency"],
-                    "one_replica_at_a_time": params["one_replica_at_a_time"],
-                    "poll_interval": params["poll_interval"], "elect_leaders": False,
-                })
-            self.log.info("%s", started.describe())
+        concurrency = int(params["concurrency"])
+        request = workflow.ExecutionRequest(
+            throttle=int(params["throttle"]), max_incoming=concurrency,
+            max_outgoing=concurrency, one_replica_at_a_time=bool(params["one_replica_at_a_time"]),
+            poll_interval=float(params["poll_interval"]),
+            elect_leaders=False,  # its own task, after verify
+        )
+        with self.cluster_hook(context).backend() as backend:
+            try:
+                status = workflow.start_execution(
+                    backend, planned["plan"], self.store(context), request,
+                    base=planned["rollback"], approved_hash=planned["digest"]["content_hash"])
+            except ValidationError as e:  # PlanChangedError among them: a retry cannot help
+                raise AirflowFailException(f"execution refused: {e}") from None
+        self.log.info("execution %s: %s %s", status.plan_id, status.status, status.message)
         return self._step(context)
 
     def resume(self, context: Any, event: dict[str, Any]) -> Any:
@@ -52,90 +64,129 @@ class ExecuteReassignmentOperator(KafkaOpsOperator):
     def _step(self, context: Any) -> Any:
         from kafka_ops import workflow
 
-        with self.cluster_hook(context).get_conn() as backend:
-            outcome = workflow.step_execution(backend, self.store(context))
-        self.log.info("%s", outcome.describe())
-        if not outcome.finished:
+        with self.cluster_hook(context).backend() as backend:
+            status = workflow.step_execution(backend, self.store(context))
+        p = status.progress
+        self.log.info("%s: %s/%s moves done, %s in flight, %s pending (%.0f%%)%s", status.status,
+                      p.get("completed"), p.get("total"), p.get("in_flight"), p.get("pending"),
+                      100 * p.get("fraction", 0), f"; ETA {p['eta_seconds']:.0f} s"
+                      if p.get("eta_seconds") else "")
+        if not status.ended:
             params = context["params"]
+            poll = float(params["poll_interval"])
             self.defer(
                 trigger=ExecutionProgressTrigger(
                     kafka_conn_id=params["kafka_conn_id"],
                     zookeeper_conn_id=params.get("zookeeper_conn_id"),
                     state_conn_id=self.state_conn_id, state_key=self.state_key(context),
-                    poll_interval=float(params["poll_interval"]),
+                    poll_interval=poll, max_wait=max(10 * poll, 10.0),
                 ),
                 method_name="resume",
             )
-        report = outcome.report
-        if report.status != "completed":
-            # Paused (a broker died), cancelled or failed: no retry would help; make_safe runs
-            # and the report says how to resume (clear this task once the broker is back).
-            raise AirflowFailException(f"execution {report.status}: {report.message}")
-        return report.to_dict()
+        report = workflow.final_report(self.store(context)).report
+        if report["status"] != "completed":
+            # Paused (a broker died), cancelled or failed: a retry would not help. make_safe
+            # runs and the report says what happened and how to resume.
+            raise AirflowFailException(f"execution {report['status']}: {report['message']}. "
+                                       + RESUME_HINT)
+        return report
 
 
 class VerifyReassignmentOperator(KafkaOpsOperator):
-    """Every partition of the plan at its target replicas, in sync (kafka-reassign --verify)."""
+    """Kafka's verify of every partition of the plan (throttles stay until leaders moved)."""
 
     def execute(self, context: Any) -> Any:
         from kafka_ops import workflow
 
-        with self.cluster_hook(context).get_conn() as backend:
-            result = workflow.verify(backend, self.planned(context)["plan"])
-        self.log.info("%s", result.describe())
-        if not result.ok:
-            raise AirflowFailException(result.describe())
+        with self.cluster_hook(context).backend() as backend:
+            result = workflow.verify_and_clear_throttles(
+                backend, self.planned(context)["plan"], preserve_throttles=True)
+        self.log.info("verify:\n%s", "\n".join(result.messages[:50]))
+        if not result.complete:
+            pending = [tp for tp, s in result.partitions.items() if s != "completed"]
+            raise AirflowFailException(f"{len(pending)} partitions not at their targets, e.g. "
+                                       f"{', '.join(pending[:5])}")
         return result.to_dict()
 
 
 class ElectPreferredLeadersOperator(KafkaOpsOperator):
+    """Preferred leader election for the plan's partitions not led by their first replica."""
+
     def execute(self, context: Any) -> Any:
         from kafka_ops import workflow
 
-        with self.cluster_hook(context).get_conn() as backend:
-            result = workflow.elect_preferred_leaders(backend, self.planned(context)["plan"])
-        self.log.info("%s", result.describe())
+        with self.cluster_hook(context).backend() as backend:
+            result = workflow.elect_leaders(backend, self.planned(context)["plan"])
+        self.log.info("elected %d preferred leaders; still misplaced: %s", len(result.elected),
+                      result.misplaced or "none")
         return result.to_dict()
 
 
 class ClearThrottlesOperator(KafkaOpsOperator):
+    """Remove every throttle the plan needed (Kafka's rule: once nothing moves anywhere)."""
+
     def execute(self, context: Any) -> Any:
         from kafka_ops import workflow
 
-        with self.cluster_hook(context).get_conn() as backend:
-            result = workflow.clear_throttles(backend, self.store(context))
-        self.log.info("%s", result.describe())
+        with self.cluster_hook(context).backend() as backend:
+            result = workflow.verify_and_clear_throttles(backend, self.planned(context)["plan"])
+        if not result.throttles_cleared:
+            raise AirflowFailException("another reassignment is running in the cluster: "
+                                       "throttles stay until it ends (retry clears them)")
+        self.log.info("throttles removed from the plan's topics and every live broker")
         return result.to_dict()
 
 
 class MakeSafeOperator(KafkaOpsOperator):
-    """Runs only when a task after the start of execution failed for good: cancel what is in
-    flight (Kafka reverts those partitions to their original replicas), remove every
-    throttle, and record what happened for the report."""
+    """Runs only when a task after the start of execution failed for good. A running
+    execution is cancelled (Kafka reverts the moves in flight to their original replicas, so
+    no partition drops below its replica count); a paused one keeps what it finished and
+    stays resumable; then every throttle goes."""
 
     ui_color = "#fecaca"
 
     def execute(self, context: Any) -> Any:
         from kafka_ops import workflow
 
-        with self.cluster_hook(context).get_conn() as backend:
-            result = workflow.make_safe(backend, self.store(context))
-        self.log.warning("%s", result.describe())
-        return result.to_dict()
+        store = self.store(context)
+        state = store.load()
+        if state is None:  # failed before anything was recorded, so before anything was sent
+            self.log.info("no execution was started in this run: nothing to make safe")
+            return {"execution": "never started"}
+        done: dict[str, Any] = {"execution": state.status}
+        hook = self.cluster_hook(context)
+        if state is not None and state.status in ("running", "cancelling"):
+            result = workflow.cancel_execution(store, hook.get_conn, wait=120.0)
+            done["cancel"] = result.to_dict()
+            self.log.warning("cancelled the execution: %s", result.status)
+        with hook.backend() as backend:
+            cleared = workflow.verify_and_clear_throttles(backend, self.planned(context)["plan"])
+        done["throttles_cleared"] = cleared.throttles_cleared
+        done["complete"] = cleared.complete
+        self.log.warning("made safe: %s", done)
+        if not cleared.throttles_cleared:
+            raise AirflowFailException("a reassignment is still running: throttles stay; "
+                                       "clear this task once it ends")
+        return done
 
 
 class ReassignmentReportOperator(KafkaOpsOperator):
-    """The run's report (summary, before/after load chart) into the artifacts directory."""
+    """What happened, for people: the run's report and a before/after chart of the live
+    cluster, into the artifacts directory and the task log."""
 
     def execute(self, context: Any) -> Any:
-        from kafka_ops import workflow
+        from kafka_ops_provider.operators.report_text import write_report
 
+        ti = context["ti"]
+        if not ti.xcom_pull(task_ids=self.plan_task_id):
+            raise AirflowSkipException("no plan was made in this run: nothing to report")
         out = self.artifacts(context)
-        with self.cluster_hook(context).get_conn() as backend:
-            report = workflow.final_report(backend, self.store(context), self.planned(context),
-                                           out)
-        text = report.text()
-        (out / "report.txt").write_text(text)
-        self.log.info("report (also in %s):\n%s", out, text)
-        return {**report.to_dict(), "report_path": str(out / "report.txt")}
-
+        with self.cluster_hook(context).backend() as backend:
+            after = backend.describe_cluster()
+        report = write_report(
+            out, self.planned(context), after, self.store(context),
+            states={t: ti.xcom_pull(task_ids=t) for t in
+                    ("execute", "verify", "elect_leaders", "clear_throttles", "make_safe")},
+            resume_hint=RESUME_HINT)
+        self.log.info("report (%s):\n%s", out / "report.txt", report["text"])
+        return {k: v for k, v in report.items() if k != "text"}

@@ -63,11 +63,27 @@ class ExecutionProgressTrigger(BaseTrigger):
         return KafkaClusterHook(self.kafka_conn_id, self.zookeeper_conn_id).get_conn()
 
     def _poll(self, backend: Any) -> dict[str, Any]:
+        """Step due when a move in flight is no longer reassigning in Kafka (it finished or was
+        reverted), when nothing is in flight (the next moves can start), or on a cancel
+        request. Reads the store and Kafka's list of ongoing reassignments only."""
         from kafka_ops import workflow
 
         from kafka_ops_provider.hooks.state import ExecutionStateHook
 
         store = ExecutionStateHook(self.state_conn_id).store(self.state_key)
-        poll = workflow.poll_execution(backend, store)
-        self.log.info("execution %s: %s", self.state_key, poll.describe())
-        return poll.to_dict()
+        state = store.load()
+        if state is None:
+            return {"step_due": True, "reason": "no execution recorded"}
+        in_flight = set(workflow.state_dict(state)["in_flight"])
+        ongoing = {str(tp) for tp in backend.list_reassignments()}
+        ended = sorted(in_flight - ongoing)
+        status = workflow.execution_progress(store)
+        p = status.progress
+        reason = ("cancel requested" if store.cancel_requested()
+                  else f"{len(ended)} moves ended (e.g. {ended[0]})" if ended
+                  else "nothing in flight" if not in_flight else "")
+        self.log.info("execution %s: %s, %s/%s done, %s in flight%s", self.state_key,
+                      status.status, p.get("completed"), p.get("total"), len(in_flight),
+                      f"; step due: {reason}" if reason else "")
+        return {"step_due": bool(reason), "reason": reason, "status": status.status,
+                "progress": p}

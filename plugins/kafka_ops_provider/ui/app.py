@@ -127,7 +127,7 @@ def create_app(*, authenticate: bool = True, artifacts: Path | None = None,
                 link = (f"<a data-testid='run-link' href='{r.run_url(base, run.dag_id, run.key)}'>"
                         f"{escape(run.dag_id)} / {escape(run.key)}</a>")
                 row = [link, r.badge("waiting" if (run.dag_id, run.key) in pending else status),
-                       str(d.get("moves", "?")), r.fmt_bytes(d.get("bytes"))]
+                       str(d.get("replica_moves", "?")), r.fmt_bytes(d.get("bytes_to_move"))]
                 if (run.dag_id, run.key) in pending and status == "planned":
                     groups["Waiting for approval"].append(row)
                 elif status in ("running", "cancelling"):
@@ -312,8 +312,8 @@ def _report_html(run: data.Run, base: str) -> str:
     if goals:
         body += "<h2>Before and after, per goal</h2>" + r.table(
             ["goal", "before", "after (planned)"],
-            [[escape(str(g.get("name"))), escape(str(g.get("before"))), escape(str(g.get("after")))]
-             for g in goals])
+            [[escape(str(g.get("name"))), escape(r._figures(g.get("before"))),
+              escape(r._figures(g.get("after")))] for g in goals])
     if run.chart():
         body += (f"<h2>Broker load</h2><img src='{r.run_url(base, run.dag_id, run.key)}/chart.png'"
                  " style='max-width:100%'>")

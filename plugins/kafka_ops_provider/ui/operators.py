@@ -13,6 +13,8 @@ from typing import Any
 
 from kafka_ops_provider.operators.base import KafkaOpsOperator
 
+SNAPSHOT = "cluster-before.json"  # written by the plan task next to plan.json
+
 
 def execution_options(params: dict[str, Any]) -> Any:
     """The ExecutionOptions the execute task will run with, from the run's Params, through the
@@ -42,17 +44,24 @@ class PredictTimelineOperator(KafkaOpsOperator):
     def execute(self, context: Any) -> Any:
         from kafka_ops.emulator.predict import predict
         from kafka_ops.plan import ReassignmentPlan
+        from kafka_ops.snapshot import load_snapshot
 
         from kafka_ops_provider.ui.files import write_run_files
 
-        planned = dict(self.planned(context))
-        planned.setdefault("run_id", context["run_id"])
-        planned.setdefault("dag_id", context["dag"].dag_id)
+        pushed = self.planned(context)
+        # The view needs the digest and the paths, not the plan twice (it has diff.json).
+        planned = {k: v for k, v in pushed.items() if k not in ("plan", "rollback")}
+        planned.update(run_id=context["run_id"], dag_id=context["dag"].dag_id)
         plan = ReassignmentPlan.read(planned["plan_path"])
-        with self.cluster_hook(context).get_conn() as backend:
-            model = backend.describe_cluster()
+        out = self.artifacts(context)
+        with self.cluster_hook(context).backend() as backend:
             incremental = bool(getattr(backend, "supports_incremental_reassignment", True))
-        model = self._with_measured_loads(context, model)
+            # The state the plan was made from, with the loads it used (sizes, measured
+            # traffic): what the digest's hash binds. The live cluster only when absent.
+            if (out / SNAPSHOT).is_file():
+                model = load_snapshot(out / SNAPSHOT)
+            else:
+                model = self._with_measured_loads(context, backend.describe_cluster())
         prediction = None
         try:
             result = predict(model, plan, execution_options(dict(context["params"])),
@@ -63,7 +72,7 @@ class PredictTimelineOperator(KafkaOpsOperator):
                           {b: round(v) for b, v in sorted(result.peak_in.items())})
         except Exception as e:  # the gate must still be asked; the view says why nothing shows
             self.log.warning("no prediction: %s: %s", type(e).__name__, e)
-        out = write_run_files(self.artifacts(context), planned, model, plan, prediction)
+        out = write_run_files(out, planned, model, plan, prediction)
         self.log.info("rebalancing view files in %s", out)
         return planned
 

@@ -113,29 +113,47 @@ def bar_chart(values: dict[str, float], *, width: int = 640, height: int = 180,
             f"<text x='2' y='12'>{escape(fmt_bytes(vmax))}/s</text>{bars}</svg>")
 
 
+def _figures(values: Any) -> str:
+    if isinstance(values, dict):
+        return ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}"
+                         for k, v in values.items()) or "-"
+    return str(values)
+
+
 def digest_table(planned: dict[str, Any]) -> str:
+    """The workflow API's approval digest (kafka_ops.workflow.ApprovalDigest.to_dict())."""
     d = planned.get("digest") or {}
     rows = [
-        ["Digest", f"<code data-testid='digest-hash'>{escape(str(d.get('hash', '?')))}</code>"],
+        ["Digest", f"<code data-testid='digest-hash'>{escape(str(d.get('content_hash', '?')))}</code>"],
         ["Mode", escape(str(planned.get("mode", "?")))],
-        ["Replica moves", f"<span data-testid='digest-moves'>{d.get('moves', '?')}</span>"],
+        ["Replica moves", f"<span data-testid='digest-moves'>{d.get('replica_moves', '?')}</span>"],
         ["Partitions", f"<span data-testid='digest-partitions'>{d.get('partitions', '?')}</span>"],
-        ["Bytes to copy", f"<span data-testid='digest-bytes' data-value='{d.get('bytes', '')}'>"
-                          f"{fmt_bytes(d.get('bytes'))}</span>"],
-        ["Throttle", f"{fmt_bytes(d.get('throttle'))}/s per broker"],
+        ["Bytes to copy", f"<span data-testid='digest-bytes' data-value='{d.get('bytes_to_move', '')}'>"
+                          f"{fmt_bytes(d.get('bytes_to_move'))}</span>"],
+        ["Throttle", f"{fmt_bytes(d.get('throttle_bytes_per_sec'))}/s per broker"],
         ["Estimated duration (bytes / throttle)", fmt_duration(d.get("estimated_seconds"))],
-        ["Leadership changes", str(d.get("leader_changes", 0))],
+        ["Leadership changes", f"<span data-testid='digest-leaders'>{d.get('leader_changes', 0)}</span>"],
+        ["Loads", escape(str(planned.get("loads") or "from the cluster (sizes; no measured rates)"))],
     ]
     goals = d.get("goals") or []
     risks = d.get("risks") or []
     out = table(["", ""], rows, "class='figs' data-testid='digest'")
     if goals:
         out += "<h3>Goals, before and after</h3>" + table(
-            ["goal", "before", "after"],
-            [[escape(str(g.get("name"))), escape(str(g.get("before"))), escape(str(g.get("after")))]
-             for g in goals], "data-testid='goals'")
+            ["goal", "status", "before", "after"],
+            [[escape(str(g.get("name"))) + (" (hard)" if g.get("hard") else ""),
+              escape(str(g.get("status", ""))), escape(_figures(g.get("before"))),
+              escape(_figures(g.get("after")))] for g in goals], "data-testid='goals'")
     out += ("<h3>Risks</h3><ul>" + "".join(f"<li>{escape(str(r))}</li>" for r in risks) + "</ul>"
             if risks else "<p><b>Risks:</b> none found</p>")
+    busiest = sorted(d.get("brokers") or [], key=lambda b: -(b.get("bytes_in", 0) + b.get("bytes_out", 0)))
+    if busiest:
+        out += "<h3>Brokers most affected</h3>" + table(
+            ["broker", "replicas in / out", "leaders + / -", "bytes in / out"],
+            [[str(b["broker"]), f"{b.get('replicas_in')} / {b.get('replicas_out')}",
+              f"+{b.get('leaders_gained')} / -{b.get('leaders_lost')}",
+              f"{fmt_bytes(b.get('bytes_in'))} / {fmt_bytes(b.get('bytes_out'))}"]
+             for b in busiest[:10]])
     return out
 
 
