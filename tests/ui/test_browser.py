@@ -140,7 +140,14 @@ def test_on_call_approves_in_the_browser_and_watches_it_finish(airflow_stack, cl
         planned = json.loads(planned)
     digest = planned["digest"]
 
+    # The plugin is registered: the view in Airflow's navigation, its app on the api-server.
+    plugins = stack.api("GET", "/plugins")["plugins"]
+    views = [v for p in plugins for v in p.get("external_views") or []]
+    assert any(v["href"] == "/kafka-ops/" and v["name"] == "Kafka rebalancing" for v in views)
+
     login(driver, stack)
+    wait_for(lambda: driver.execute_script("return document.body.innerText.length") > 20, 60,
+             "Airflow's UI to render")
     shot(driver, "02-airflow-home")
 
     driver.get(f"{stack.url}/kafka-ops/")
