@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up what the project needs on a Debian machine, idempotently:
-#   system packages: Java 17, ZooKeeper (Debian's package, used by the emulator and tests), kcat;
+#   system packages: Java 17, ZooKeeper (Debian's package, used by the emulator and tests), kcat,
+#   Prometheus, Chromium and its driver (the UI's browser test);
 #   a virtualenv in .venv with kafka-ops installed editable.
 # Usage: scripts/setup.sh [core|all]   (core: the library and CLI; all: + Airflow, Spark, test tools)
 set -euo pipefail
@@ -12,6 +13,8 @@ command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)  # metrics: Prometheus + promtool (backfill)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)  # ui: the browser test (Selenium, headless)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo=sudo

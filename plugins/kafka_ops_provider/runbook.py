@@ -1,9 +1,10 @@
 """The runbook's gated tail, shared by every DAG that changes replica placement:
 
-    approve -> execute -> verify -> elect_leaders -> clear_throttles -> report
+    predict -> approve -> execute -> verify -> elect_leaders -> clear_throttles -> report
                   (any of these failing for good) -> make_safe ------------^
 
-``approve`` is Airflow's human-in-the-loop ApprovalOperator bound to the plan's digest; Reject or
+``predict`` simulates the plan (the predicted timeline) and writes what the rebalancing view
+shows; ``approve`` is Airflow's human-in-the-loop ApprovalOperator bound to the plan's digest; Reject or
 no answer in time skips everything after it, so nothing changes. ``make_safe`` cancels what is
 still in flight and removes every throttle when a task after the start of execution failed for
 good (after its retries), so a failed run never leaves throttles or a half-moved partition behind.
@@ -16,8 +17,9 @@ from datetime import timedelta
 from airflow.configuration import conf
 from airflow.sdk import BaseOperator, Param, TriggerRule, chain
 
-from kafka_ops_provider.notifications.oncall import OnCallNotifier
+from kafka_ops_provider.notifications.oncall import OnCallNotifier, RunOutcomeNotifier
 from kafka_ops_provider.operators.approval import PlanApprovalOperator
+from kafka_ops_provider.ui.operators import PredictTimelineOperator
 from kafka_ops_provider.operators.execution import (
     ClearThrottlesOperator,
     ElectPreferredLeadersOperator,
@@ -57,6 +59,9 @@ def gate_params() -> dict[str, Param]:
 
 def gated_execution(plan_task: BaseOperator, retries: int = 2) -> BaseOperator:
     """Append the gated tail after ``plan_task`` (which pushes the plan's digest); returns report."""
+    predict = PredictTimelineOperator(
+        task_id="predict", plan_task_id=plan_task.task_id,
+        analysis_task_id=getattr(plan_task, "analysis_task_id", None))
     approve = PlanApprovalOperator(
         task_id="approve",
         plan_task_id=plan_task.task_id,
@@ -76,8 +81,9 @@ def gated_execution(plan_task: BaseOperator, retries: int = 2) -> BaseOperator:
     # The report runs whatever happened once execution was approved: it says what moved, or
     # what failed, that the cluster was made safe, and how to resume.
     report = ReassignmentReportOperator(task_id="report", trigger_rule=TriggerRule.ALL_DONE,
-                                        **common)
-    chain(plan_task, approve, execute, verify, leaders, clear)
+                                        on_success_callback=RunOutcomeNotifier(),
+                                        on_failure_callback=RunOutcomeNotifier(), **common)
+    chain(plan_task, predict, approve, execute, verify, leaders, clear)
     [execute, verify, leaders, clear] >> safe
     [clear, safe] >> report
     return report

@@ -62,7 +62,7 @@ def test_dags_import_without_errors_or_heavy_work(tmp_path: Path) -> None:
     assert result["heavy"] == [], "parse time must not import these"
 
     rebalance = result["dags"]["kafka_rebalance"]["tasks"]
-    runbook = ["snapshot", "analyse", "needs_rebalance", "plan", "approve", "execute", "verify",
+    runbook = ["snapshot", "analyse", "needs_rebalance", "plan", "predict", "approve", "execute", "verify",
                "elect_leaders", "clear_throttles", "report"]
     for upstream, downstream in zip(runbook, runbook[1:]):
         assert downstream in rebalance[upstream], f"{upstream} -> {downstream} missing"
@@ -72,7 +72,8 @@ def test_dags_import_without_errors_or_heavy_work(tmp_path: Path) -> None:
 
     for dag_id in ("kafka_pool_migration", "kafka_broker_operation"):
         tasks = result["dags"][dag_id]["tasks"]
-        assert "plan" in tasks["validate"] and "approve" in tasks["plan"]
+        assert "plan" in tasks["validate"] and "predict" in tasks["plan"]
+        assert "approve" in tasks["predict"]
         assert "execute" in tasks["approve"]
     migration = result["dags"]["kafka_pool_migration"]["params"]
     assert {"pool", "topics", "topic_pattern", "throttle", "concurrency",

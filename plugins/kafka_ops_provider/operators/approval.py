@@ -30,6 +30,17 @@ def approvers() -> list[dict[str, str]]:
     return users
 
 
+def view_link(context: Any) -> str:
+    """The run's page in the Kafka rebalancing view (full diff, chart, predicted timeline)."""
+    from kafka_ops_provider.hooks.state import run_key
+    from kafka_ops_provider.ui.app import URL_PREFIX
+
+    base = conf.get("api", "base_url", fallback="").rstrip("/")
+    url = f"{base}{URL_PREFIX}/runs/{run_key(context['dag'].dag_id, context['run_id'])}"
+    return (f"\n\n**[Open this plan in the Kafka rebalancing view]({url})**: the full diff, "
+            "the before/after chart and the predicted timeline.")
+
+
 class PlanApprovalOperator(ApprovalOperator):
     """Approve or Reject the plan pushed by ``plan_task_id``; skipped when there is nothing to
     approve (no moves, or a dry run), which skips execution too."""
@@ -52,7 +63,7 @@ class PlanApprovalOperator(ApprovalOperator):
         if params.get("dry_run"):
             raise AirflowSkipException("dry run: the plan and its digest are the result")
         self.subject = digest_subject(planned, context["dag"].dag_id)
-        self.body = digest_markdown(planned)
+        self.body = digest_markdown(planned) + view_link(context)
         self.response_timeout = timedelta(minutes=float(params["approval_timeout_minutes"]))
         self.log.info("Approval requested for digest %s:\n%s", digest["content_hash"], self.body)
         return super().execute(context)
