@@ -10,7 +10,7 @@ Kafka's semantics kept here:
   current one (ReplicaAlterLogDirsThread); when it has caught up it replaces the current one
   (the swap). DescribeLogDirs lists the future replica with ``is_future_key``. The copy of
   all futures on a broker shares ``replica.alter.log.dirs.io.max.bytes.per.second``
-  (0 or unset: unthrottled, done at the next tick).
+  (unset: unthrottled, done at the next tick; 0: nothing copies).
 * A request for a replica the broker does not host yet records the preferred directory and
   answers NOT_LEADER_OR_FOLLOWER (the reassign tool retries until the replica exists);
   an unknown directory is LOG_DIR_NOT_FOUND, an offline one KAFKA_STORAGE_ERROR.
@@ -19,6 +19,7 @@ Kafka's semantics kept here:
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -119,7 +120,9 @@ class LogDirs:
             left = dt
             pending = sorted(keys, key=lambda k: (size.get(k, 0.0) - self.futures[k].copied, k))
             while pending:
-                if limit <= 0:
+                if limit <= 0:  # a quota of 0: nothing copies
+                    break
+                if math.isinf(limit):
                     done, pending = pending, []
                 else:
                     share = limit / len(pending)
