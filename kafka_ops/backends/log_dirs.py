@@ -79,12 +79,29 @@ def alter(client: Any, moves: Mapping[Replica, str]) -> dict[Replica, str | None
 
 
 def with_log_dirs(model: ClusterModel, described: Mapping[int, BrokerLogDirs]) -> ClusterModel:
-    """The model with brokers' directories and each replica's directory filled in."""
+    """The model with brokers' directories, each replica's directory and (where the model
+    has none) partition sizes filled in."""
     brokers = [dataclasses.replace(b, log_dirs=described[b.id].dirs) if b.id in described else b
                for b in model.brokers.values()]
     parts = []
     for p in model:
         dirs = tuple(described[r].replicas.get(p.tp) if r in described else None
                      for r in p.replicas)
-        parts.append(dataclasses.replace(p, log_dirs=dirs) if any(dirs) else p)
+        if any(dirs):
+            p = dataclasses.replace(p, log_dirs=dirs)
+        if not p.size_bytes:  # ZooKeeper holds no sizes: the leader's log, else the largest
+            sizes = {r: described[r].sizes[p.tp] for r in p.replicas
+                     if r in described and p.tp in described[r].sizes}
+            if sizes:
+                p = dataclasses.replace(p, size_bytes=sizes.get(p.leader, max(sizes.values())))
+        parts.append(p)
     return ClusterModel(brokers, parts, model.topic_configs)
+
+
+def describe_cluster_with_log_dirs(backend: Any) -> ClusterModel:
+    """The cluster with its log directories: from describe_cluster when the backend reads
+    them there (Admin API), else with one DescribeLogDirs per live broker (ZooKeeper)."""
+    model = backend.describe_cluster()
+    if any(b.log_dirs for b in model.brokers.values()):
+        return model
+    return with_log_dirs(model, backend.describe_log_dirs())
