@@ -119,18 +119,10 @@ def plan_rebalance_disks(cluster: ClusterModel, *, threshold: float = 0.8, band:
         mean = sum(use.values()) / sum(cap[d] for d in online)
         lists = {d: sorted(holds[b][d]) for d in online}
         for _ in range(max_moves_per_broker):
-            frac = {d: use[d] / cap[d] for d in online}
-            src = max(online, key=lambda d: (frac[d], d))
-            dst = min(online, key=lambda d: (frac[d], d))
-            over = frac[src] > threshold
-            if not over and frac[src] - mean <= band and mean - frac[dst] <= band:
+            found = _next_move(online, use, cap, lists, mean, threshold, band)
+            if found is None:
                 break
-            # Bytes that would equalise src and dst; any size in (0, 2*even) narrows the gap.
-            even = (frac[src] - frac[dst]) / (1 / cap[src] + 1 / cap[dst])
-            room = threshold * cap[dst] - use[dst]
-            pick = _closest(lists[src], min(even, room), limit=min(2 * even, room))
-            if pick is None:
-                break
+            src, dst, pick = found
             size, tp = lists[src].pop(pick)
             bisect.insort(lists[dst], (size, tp))
             use[src] -= size
@@ -146,6 +138,30 @@ def plan_rebalance_disks(cluster: ClusterModel, *, threshold: float = 0.8, band:
     after = cluster.with_log_dirs(moves)
     return DiskPlan(plan, sum(len(m) for m in moves.values()), moved_bytes,
                     measure(cluster, threshold), measure(after, threshold))
+
+
+def _next_move(online: list[str], use: dict[str, float], cap: dict[str, float],
+               lists: dict[str, list[tuple[int, TopicPartition]]], mean: float,
+               threshold: float, band: float) -> tuple[str, str, int] | None:
+    """The move that narrows the widest gap it can: fullest source first, emptiest target
+    first, trying the next pair when no replica of the right size exists. Only a directory
+    over the threshold or outside the band is worth a move."""
+    frac = {d: use[d] / cap[d] for d in online}
+    sources = sorted(online, key=lambda d: (-frac[d], d))
+    targets = sorted(online, key=lambda d: (frac[d], d))
+    for src in sources:
+        for dst in targets:
+            if frac[dst] >= frac[src]:
+                break
+            if not (frac[src] > threshold or frac[src] - mean > band or mean - frac[dst] > band):
+                continue
+            # Bytes that would equalise src and dst; any size in (0, 2*even) narrows the gap.
+            even = (frac[src] - frac[dst]) / (1 / cap[src] + 1 / cap[dst])
+            room = threshold * cap[dst] - use[dst]
+            pick = _closest(lists[src], min(even, room), limit=min(2 * even, room))
+            if pick is not None:
+                return src, dst, pick
+    return None
 
 
 def _closest(items: list[tuple[int, TopicPartition]], want: float, limit: float) -> int | None:
