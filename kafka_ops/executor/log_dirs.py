@@ -179,15 +179,19 @@ def execute_mixed(backend: Any, plan: ReassignmentPlan, run_inter_broker: Callab
                   **mover_options: Any) -> tuple[Any, LogDirReport]:
     """Kafka's order: the inter-broker part first (``run_inter_broker``, e.g. an Executor's
     run), then the log-dir moves (replicas the reassignment created included)."""
-    cluster = backend.describe_partitions(plan.partitions)
+    cluster = announce_new_replica_dirs(backend, plan)
     inter = inter_broker_part(plan, cluster)
-    moves = log_dir_moves(plan)
-    # Name the directory of each replica the reassignment will create before creating it: the
-    # broker remembers it (answering NOT_LEADER_OR_FOLLOWER) and creates the replica there, so
-    # it is not copied twice.
-    new = {(tp, b): d for (tp, b), d in moves.items()
+    inter_report = run_inter_broker(inter) if len(inter) else None
+    return inter_report, LogDirMover(backend, log_dir_moves(plan), **mover_options).run()
+
+
+def announce_new_replica_dirs(backend: Any, plan: ReassignmentPlan) -> ClusterModel:
+    """Name the directory of each replica the reassignment will create before creating it:
+    the broker remembers it (answering NOT_LEADER_OR_FOLLOWER) and creates the replica there,
+    so it is not copied twice. Returns the plan's partitions as they are now."""
+    cluster = backend.describe_partitions(plan.partitions)
+    new = {(tp, b): d for (tp, b), d in log_dir_moves(plan).items()
            if tp in cluster.partitions and b not in cluster.partitions[tp].replicas}
     if new:
         backend.alter_replica_log_dirs(new)
-    inter_report = run_inter_broker(inter) if len(inter) else None
-    return inter_report, LogDirMover(backend, moves, **mover_options).run()
+    return cluster

@@ -163,3 +163,34 @@ def test_a_failed_directory_is_repaired(jbod: Emulated):
         assert set(p.isr) == set(p.replicas), p  # nothing under-replicated any more
         assert all(d is not None and d != "/disk0" or b != 1
                    for b, d in zip(p.replicas, p.log_dirs, strict=True))
+
+
+def test_cli_plans_and_executes_rebalance_disks_over_the_admin_api(tmp_path, capsys):
+    """`kafka-ops plan rebalance-disks` reads directories live, `kafka-ops execute` runs the
+    log_dirs plan (throttled) and leaves no throttle; emulated time runs 50x real time."""
+    from kafka_ops.backends.admin import AdminApiBackend
+    from kafka_ops.cli import main
+    from kafka_ops.emulator.clock import ScaledClock
+    from kafka_ops.emulator.runtime import Emulator
+
+    with Emulator(jbod_cluster(), mode="kraft", clock=ScaledClock(50), wire=True) as emulator:
+        where = ["--bootstrap-server", emulator.bootstrap_servers]
+        plan_file = tmp_path / "disks.json"
+        assert main(["plan", "rebalance-disks", *where, "-o", str(plan_file)]) == 0
+        assert "intra-broker moves" in capsys.readouterr().out
+        plan = ReassignmentPlan.read(plan_file)
+        assert plan.log_dirs
+        assert main(["execute", str(plan_file), *where, "--no-progress", "--poll-interval", "0.2",
+                     "--replica-alter-log-dirs-throttle", str(50 * MB)]) == 0
+        out = capsys.readouterr().out
+        assert f"log-dir moves: {len(log_dir_moves(plan))} moved" in out
+        backend = AdminApiBackend(emulator.bootstrap_servers, request_timeout_s=15.0)
+        try:
+            model = describe_cluster_with_log_dirs(backend)
+            for tp, dirs in plan.log_dirs.items():
+                for b, d in zip(plan.replicas[tp], dirs, strict=True):
+                    assert d == "any" or model.partitions[tp].log_dir_of(b) == d
+            assert all(LOG_DIRS_RATE not in backend.describe_configs(ConfigResource.broker(b))
+                       for b in range(1, 5))
+        finally:
+            backend.close()
