@@ -181,6 +181,7 @@ def test_cli_plans_and_executes_rebalance_disks_over_the_admin_api(tmp_path, cap
         plan = ReassignmentPlan.read(plan_file)
         assert plan.log_dirs
         assert main(["execute", str(plan_file), *where, "--no-progress", "--poll-interval", "0.2",
+                     "--state-dir", str(tmp_path / "state"),
                      "--replica-alter-log-dirs-throttle", str(50 * MB)]) == 0
         out = capsys.readouterr().out
         assert f"log-dir moves: {len(log_dir_moves(plan))} moved" in out
