@@ -192,3 +192,39 @@ def test_a_failed_directory_takes_its_replicas_offline_and_fix_moves_them_away()
     plan = ReassignmentPlan.from_json(plan_fix_failed_dirs(bigger).to_json())
     assert plan.replicas == {TopicPartition("t", 0): (3, 1, 2), TopicPartition("t", 1): (3, 1, 2)}
     assert {d[0] for d in plan.log_dirs.values()} <= {"/disk0", "/disk1"}
+
+
+# -- the workflow: cross-broker plans on JBOD clusters ------------------------------------------
+def test_cross_broker_plans_name_the_directory_of_each_added_replica():
+    from kafka_ops.workflow import PlanRequest, plan_cluster
+
+    bs = [Broker(i, rack=f"r{i % 2}", log_dirs=DIRS) for i in range(4)]
+    parts = [Partition("t", i, (i % 3, (i + 1) % 3), i % 3, (i % 3, (i + 1) % 3),
+                       size_bytes=(10 + i) * MB, log_dirs=("/disk0", "/disk1")) for i in range(9)]
+    cluster = ClusterModel(bs, parts)
+    result = plan_cluster(cluster, PlanRequest(mode="add-brokers", brokers=[3]))
+    plan = ReassignmentPlan.from_json(result.plan.to_json())
+    added = [(tp, b) for tp, reps in plan.replicas.items() for b in reps
+             if b not in cluster.partitions[tp].replicas]
+    assert added and all(b == 3 for _, b in added)
+    for tp, b in added:  # every added replica has a directory of broker 3, the others "any"
+        dirs = plan.log_dirs[tp]
+        assert dirs[plan.replicas[tp].index(b)] in {d.path for d in DIRS}
+        assert all(d == "any" for r, d in zip(plan.replicas[tp], dirs) if r != b)
+    placed = [plan.log_dirs[tp][plan.replicas[tp].index(3)] for tp, _ in added]
+    assert len(set(placed)) == min(len(placed), 4)  # spread over the empty disks
+
+
+def test_fix_offline_also_moves_replicas_of_a_failed_directory():
+    from kafka_ops.workflow import PlanRequest, plan_cluster
+
+    failed = tuple(LogDir(d.path, d.capacity_bytes, d.path != "/disk1") for d in DIRS)
+    bs = [Broker(0, "r0", log_dirs=failed)] + [Broker(i, f"r{i % 2}", log_dirs=DIRS)
+                                               for i in range(1, 4)]
+    parts = [Partition("t", 0, (0, 1), 1, (1,), size_bytes=MB, log_dirs=("/disk1", "/disk0")),
+             Partition("t", 1, (0, 2), 0, (0, 2), size_bytes=MB, log_dirs=("/disk0", "/disk0"))]
+    result = plan_cluster(ClusterModel(bs, parts), PlanRequest(mode="fix-offline"))
+    assert set(result.plan.replicas) == {TopicPartition("t", 0)}
+    new = result.plan.replicas[TopicPartition("t", 0)]
+    assert 0 not in new and 1 in new
+    assert result.plan.log_dirs[TopicPartition("t", 0)][new.index(new[0])] in {d.path for d in DIRS}
