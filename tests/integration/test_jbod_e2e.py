@@ -195,3 +195,26 @@ def test_cli_plans_and_executes_rebalance_disks_over_the_admin_api(tmp_path, cap
                        for b in range(1, 5))
         finally:
             backend.close()
+
+
+def test_cancel_drops_the_future_replicas_and_the_throttle(jbod: Emulated):
+    before = describe_cluster_with_log_dirs(jbod.backend)
+    moves = {(TP("t", 0), 1): "/disk3", (TP("t", 3), 1): "/disk2"}
+    mover = LogDirMover(jbod.backend, moves, throttle_bytes_per_sec=MB, poll_interval=1.0,
+                        clock=jbod.clock.now)
+
+    def sleep(seconds: float) -> None:
+        jbod.advance(seconds)
+        futures = jbod.backend.describe_log_dirs([1])[1].futures
+        assert set(futures) == {TP("t", 0), TP("t", 3)}  # copying, 1 MB/s: far from done
+        mover.request_cancel()
+
+    mover.sleep = sleep
+    report = mover.run()
+    assert sorted(report.cancelled) == sorted(moves) and not report.moved and not report.ok
+    jbod.advance(120)  # long enough for both copies, had they not been dropped
+    after = jbod.backend.describe_log_dirs([1])[1]
+    assert after.futures == {}
+    for tp in (TP("t", 0), TP("t", 3)):
+        assert after.replicas[tp] == before.partitions[tp].log_dir_of(1)
+    assert no_log_dir_throttle(jbod)
