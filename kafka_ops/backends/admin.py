@@ -38,6 +38,7 @@ from confluent_kafka.admin import (
 )
 from confluent_kafka.admin import ConfigResource as CkConfigResource
 
+from kafka_ops.backends import log_dirs
 from kafka_ops.backends.admin_connect import (
     PROBE_TIMEOUT_S,
     ClientErrors,
@@ -49,7 +50,6 @@ from kafka_ops.backends.admin_connect import (
     probe,
 )
 from kafka_ops.backends.base import ConfigResource, OngoingReassignment
-from kafka_ops.backends import log_dirs
 from kafka_ops.errors import (
     BackendError,
     BrokerNotAvailableError,

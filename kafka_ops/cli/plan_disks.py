@@ -14,8 +14,7 @@ import sys
 
 from kafka_ops import inputs
 from kafka_ops.backends.log_dirs import describe_cluster_with_log_dirs
-from kafka_ops.cli.common import (add_cluster_args, add_json_flag, connect_backend, parse_int_list,
-                                  print_json)
+from kafka_ops.cli.common import add_cluster_args, add_json_flag, connect_backend, parse_int_list, print_json
 from kafka_ops.errors import ValidationError
 from kafka_ops.model import ClusterModel
 from kafka_ops.plan import ReassignmentPlan

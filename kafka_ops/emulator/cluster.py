@@ -48,8 +48,7 @@ from typing import Literal
 from kafka_ops.emulator.clock import Clock, ScaledClock
 from kafka_ops.emulator.log_dirs import LogDirs
 from kafka_ops.errors import ValidationError
-from kafka_ops.model import (NO_LEADER, Broker, BrokerCapacity, ClusterModel, LogDir, Partition,
-                             TopicPartition)
+from kafka_ops.model import NO_LEADER, Broker, BrokerCapacity, ClusterModel, LogDir, Partition, TopicPartition
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,6 @@ from kafka_ops.model import Broker, ClusterModel, LogDir, Partition, TopicPartit
 from kafka_ops.plan import ReassignmentPlan
 from kafka_ops.planner.disks import plan_fix_failed_dirs, plan_rebalance_disks
 from kafka_ops.throttle import LOG_DIRS_RATE
-
 from tests.integration.conftest import Emulated
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.slow]

@@ -210,7 +210,7 @@ def test_cross_broker_plans_name_the_directory_of_each_added_replica():
     for tp, b in added:  # every added replica has a directory of broker 3, the others "any"
         dirs = plan.log_dirs[tp]
         assert dirs[plan.replicas[tp].index(b)] in {d.path for d in DIRS}
-        assert all(d == "any" for r, d in zip(plan.replicas[tp], dirs) if r != b)
+        assert all(d == "any" for r, d in zip(plan.replicas[tp], dirs, strict=True) if r != b)
     placed = [plan.log_dirs[tp][plan.replicas[tp].index(3)] for tp, _ in added]
     assert len(set(placed)) == min(len(placed), 4)  # spread over the empty disks
 
