@@ -245,12 +245,22 @@ class ZooKeeperBackend:
         """Every directory of the brokers (all live ones by default), over DescribeLogDirs."""
         model_brokers = self._live_endpoints()
         wanted = sorted(model_brokers) if brokers is None else list(brokers)
-        return log_dirs.describe(self._admin_client(model_brokers), wanted)
+        return self._over_admin_api("describe log dirs", lambda kp: log_dirs.describe(kp, wanted),
+                                    model_brokers)
 
     def alter_replica_log_dirs(self, moves: Mapping[tuple[TopicPartition, int], str]
                                ) -> dict[tuple[TopicPartition, int], str | None]:
         """AlterReplicaLogDirs, sent to each replica's broker (Kafka's error name or None)."""
-        return log_dirs.alter(self._admin_client(self._live_endpoints()), moves)
+        return self._over_admin_api("alter replica log dirs", lambda kp: log_dirs.alter(kp, moves),
+                                    self._live_endpoints())
+
+    def _over_admin_api(self, what: str, call: Callable[[Any], Any], endpoints: Mapping[int, str]) -> Any:
+        from kafka.errors import KafkaError as KpKafkaError
+
+        try:
+            return call(self._admin_client(endpoints))
+        except KpKafkaError as exc:
+            raise BackendError(f"{what}: {type(exc).__name__}: {exc}") from None
 
     def _live_endpoints(self) -> dict[int, str]:
         paths = [zk.broker_path(int(b)) for b in self._children(zk.BROKER_IDS) if b.isdigit()]
