@@ -82,6 +82,16 @@ def sleeper(e: Emulated):
     return sleep
 
 
+def preset_throttle(e: Emulated, rate: int, brokers: list[int]) -> None:
+    """Set the log-dir throttle and wait until the brokers apply it: over ZooKeeper a broker
+    applies a dynamic config when its change notification arrives, a moment after the write
+    (as in Kafka), and a move submitted before that would copy unthrottled."""
+    for b in brokers:
+        e.backend.alter_configs(ConfigResource.broker(b), {LOG_DIRS_RATE: str(rate)})
+    e.wait_emulator(lambda c: all(c.broker_config(b).get(LOG_DIRS_RATE) == str(rate)
+                                  for b in brokers), "log-dir throttle applied")
+
+
 def no_log_dir_throttle(e: Emulated) -> bool:
     return all(LOG_DIRS_RATE not in e.backend.describe_configs(ConfigResource.broker(b))
                for b in range(1, 5))
@@ -95,6 +105,7 @@ def test_one_full_disk_is_balanced_inside_its_broker(jbod: Emulated):
     assert result.moves > 0 and all(len(plan.log_dirs[tp]) == len(r)
                                     for tp, r in plan.replicas.items())
     progress = []
+    preset_throttle(jbod, 10 * MB, [1, 2, 3])
     report = LogDirMover(jbod.backend, log_dir_moves(plan), throttle_bytes_per_sec=10 * MB,
                          poll_interval=1.0, clock=jbod.clock.now, sleep=sleeper(jbod),
                          on_progress=lambda done, total: progress.append((done, total))).run()
@@ -199,6 +210,7 @@ def test_cli_plans_and_executes_rebalance_disks_over_the_admin_api(tmp_path, cap
 def test_cancel_drops_the_future_replicas_and_the_throttle(jbod: Emulated):
     before = describe_cluster_with_log_dirs(jbod.backend)
     moves = {(TP("t", 0), 1): "/disk3", (TP("t", 3), 1): "/disk2"}
+    preset_throttle(jbod, MB, [1])
     mover = LogDirMover(jbod.backend, moves, throttle_bytes_per_sec=MB, poll_interval=1.0,
                         clock=jbod.clock.now)
 
