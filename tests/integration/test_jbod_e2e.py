@@ -55,23 +55,27 @@ def zookeeper_jbod(model: ClusterModel, zk_connect: str) -> Iterator[Emulated]:
 
 
 @contextmanager
-def admin_jbod(model: ClusterModel, zk_connect: str) -> Iterator[Emulated]:
+def admin_jbod(model: ClusterModel, zk_connect: str, mode: str = "kraft") -> Iterator[Emulated]:
+    """The Admin API backend on a KRaft cluster, or (mode "zk") on a ZooKeeper-mode Kafka."""
     from kafka_ops.backends.admin import AdminApiBackend
     from kafka_ops.emulator.runtime import Emulator
 
     clock = ManualClock()
-    with Emulator(model, mode="kraft", clock=clock, wire=True) as emulator:
+    with Emulator(model, mode=mode, clock=clock, wire=True) as emulator:
         backend = AdminApiBackend(emulator.bootstrap_servers, request_timeout_s=15.0)
         try:
-            yield Emulated("admin", backend, emulator.cluster, clock)
+            yield Emulated(f"admin-{mode}", backend, emulator.cluster, clock)
         finally:
             backend.close()
 
 
-@pytest.fixture(params=["zookeeper", "admin"])
+@pytest.fixture(params=["zookeeper", "admin", "admin-zk"])
 def jbod(request: pytest.FixtureRequest, zk_connect: str) -> Iterator[Emulated]:
-    factory = zookeeper_jbod if request.param == "zookeeper" else admin_jbod
-    with factory(jbod_cluster(), zk_connect) as e:
+    if request.param == "zookeeper":
+        factory = zookeeper_jbod(jbod_cluster(), zk_connect)
+    else:
+        factory = admin_jbod(jbod_cluster(), zk_connect, "zk" if request.param == "admin-zk" else "kraft")
+    with factory as e:
         yield e
 
 
