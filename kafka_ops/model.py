@@ -40,8 +40,21 @@ class BrokerCapacity:
 
 
 @dataclass(frozen=True, slots=True)
+class LogDir:
+    """One of a broker's log directories (an entry of its ``log.dirs``; JBOD: one per disk).
+
+    capacity_bytes 0 means unknown; offline is Kafka's log-dir failure (KIP-112): the broker
+    stays up, the replicas in this directory are offline on it.
+    """
+
+    path: str
+    capacity_bytes: int = 0
+    online: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class Broker:
-    """A Kafka broker as registered in the cluster metadata."""
+    """A Kafka broker as registered in the cluster metadata; log_dirs empty when unknown."""
 
     id: int
     rack: str | None = None
@@ -49,6 +62,10 @@ class Broker:
     port: int = 9092
     alive: bool = True
     capacity: BrokerCapacity = field(default_factory=BrokerCapacity)
+    log_dirs: tuple[LogDir, ...] = ()
+
+    def log_dir(self, path: str) -> LogDir | None:
+        return next((d for d in self.log_dirs if d.path == path), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +73,9 @@ class Partition:
     """One partition: replicas in order (replicas[0] is the preferred leader), leader and ISR.
 
     size_bytes is the leader's log size; bytes_in/out are per-second rates on the leader.
-    adding_replicas and removing_replicas are Kafka's AR and RR while a reassignment is in
+    log_dirs, when known, is parallel to replicas: the directory each replica lives in on its
+    broker (None where unknown); empty when no directory was read (one shared tuple keeps the
+    270,000-replica model cheap). adding_replicas and removing_replicas are Kafka's AR and RR while a reassignment is in
     flight (KIP-455): replicas is then the union of the original and the target set, so anything
     that plans from this partition must plan from target_replicas, never from replicas.
     """
@@ -71,6 +90,7 @@ class Partition:
     bytes_out_per_sec: float = 0.0
     adding_replicas: tuple[int, ...] = ()
     removing_replicas: tuple[int, ...] = ()
+    log_dirs: tuple[str | None, ...] = ()
 
     @property
     def tp(self) -> TopicPartition:
@@ -95,6 +115,12 @@ class Partition:
     @property
     def reassignment_in_progress(self) -> bool:
         return bool(self.adding_replicas or self.removing_replicas)
+
+    def log_dir_of(self, broker_id: int) -> str | None:
+        """The directory of the replica on broker_id, None when unknown or not a replica."""
+        if not self.log_dirs or broker_id not in self.replicas:
+            return None
+        return self.log_dirs[self.replicas.index(broker_id)]
 
     @property
     def target_replicas(self) -> tuple[int, ...]:
@@ -225,7 +251,22 @@ class ClusterModel:
                 leader = new_replicas[0]
             else:
                 leader = old.leader
-            parts[tp] = replace(old, replicas=new_replicas, leader=leader, isr=new_replicas)
+            dirs = (tuple(old.log_dir_of(b) for b in new_replicas) if old.log_dirs else ())
+            parts[tp] = replace(old, replicas=new_replicas, leader=leader, isr=new_replicas,
+                                log_dirs=dirs)
+        return ClusterModel(self.brokers.values(), parts.values(), self.topic_configs)
+
+    def with_log_dirs(
+        self, moves: Mapping[TopicPartition, Mapping[int, str]]
+    ) -> ClusterModel:
+        """The model after replicas moved between directories of their broker."""
+        parts = dict(self.partitions)
+        for tp, by_broker in moves.items():
+            old = parts[tp]
+            dirs = list(old.log_dirs or (None,) * len(old.replicas))
+            for broker, path in by_broker.items():
+                dirs[old.replicas.index(broker)] = path
+            parts[tp] = replace(old, log_dirs=tuple(dirs))
         return ClusterModel(self.brokers.values(), parts.values(), self.topic_configs)
 
     def with_brokers(self, brokers: Iterable[Broker]) -> ClusterModel:

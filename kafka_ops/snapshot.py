@@ -23,7 +23,7 @@ from typing import Any
 
 from kafka_ops import inputs
 from kafka_ops.errors import ValidationError
-from kafka_ops.model import NO_LEADER, Broker, BrokerCapacity, ClusterModel, Partition
+from kafka_ops.model import NO_LEADER, Broker, BrokerCapacity, ClusterModel, LogDir, Partition
 
 SNAPSHOT_VERSION = 1
 
@@ -55,7 +55,26 @@ def broker_from_dict(d: Mapping[str, Any]) -> Broker:
             network_in_bytes_per_sec=float(cap.get("network_in_bytes_per_sec", 0)),
             network_out_bytes_per_sec=float(cap.get("network_out_bytes_per_sec", 0)),
         ),
+        log_dirs=tuple(_log_dir(x, d["id"]) for x in d.get("log_dirs") or ()),
     )
+
+
+def _log_dir(d: Any, broker: Any) -> LogDir:
+    if isinstance(d, str):
+        return LogDir(d)
+    if not isinstance(d, Mapping) or not isinstance(d.get("path"), str) or not d["path"]:
+        raise ValidationError(f"broker {broker} log_dirs entry needs a 'path' string: {d!r}"[:200])
+    return LogDir(d["path"], _int(d.get("capacity_bytes", 0), f"broker {broker} log dir capacity"),
+                  bool(d.get("online", True)))
+
+
+def _partition_log_dirs(value: Any, replicas: tuple[int, ...], where: str) -> tuple[str | None, ...]:
+    if value is None:
+        return ()
+    if (not isinstance(value, list) or len(value) != len(replicas)
+            or not all(v is None or isinstance(v, str) for v in value)):
+        raise ValidationError(f"{where} log_dirs must be a list of paths parallel to replicas")
+    return tuple(value)
 
 
 def partition_from_dict(topic: str, d: Mapping[str, Any]) -> Partition:
@@ -75,6 +94,7 @@ def partition_from_dict(topic: str, d: Mapping[str, Any]) -> Partition:
         bytes_out_per_sec=float(d.get("bytes_out_per_sec", 0.0)),
         adding_replicas=_int_list(d.get("adding_replicas", []), f"{where} adding_replicas"),
         removing_replicas=_int_list(d.get("removing_replicas", []), f"{where} removing_replicas"),
+        log_dirs=_partition_log_dirs(d.get("log_dirs"), replicas, where),
     )
 
 
@@ -110,6 +130,8 @@ def model_to_dict(model: ClusterModel) -> dict[str, Any]:
                 "network_in_bytes_per_sec": b.capacity.network_in_bytes_per_sec,
                 "network_out_bytes_per_sec": b.capacity.network_out_bytes_per_sec,
             },
+            **({"log_dirs": [{"path": d.path, "capacity_bytes": d.capacity_bytes,
+                              "online": d.online} for d in b.log_dirs]} if b.log_dirs else {}),
         }
         for b in model.brokers.values()
     ]
@@ -127,6 +149,7 @@ def model_to_dict(model: ClusterModel) -> dict[str, Any]:
                 "size_bytes": p.size_bytes,
                 "bytes_in_per_sec": p.bytes_in_per_sec,
                 "bytes_out_per_sec": p.bytes_out_per_sec,
+                **({"log_dirs": list(p.log_dirs)} if p.log_dirs else {}),
                 **(
                     {"adding_replicas": list(p.adding_replicas),
                      "removing_replicas": list(p.removing_replicas)}

@@ -38,6 +38,7 @@ from confluent_kafka.admin import (
 )
 from confluent_kafka.admin import ConfigResource as CkConfigResource
 
+from kafka_ops.backends import log_dirs
 from kafka_ops.backends.admin_connect import (
     PROBE_TIMEOUT_S,
     ClientErrors,
@@ -163,12 +164,14 @@ class AdminApiBackend:
                 for p in topic.partitions.values()
             )
         partitions = _with_reassignments(partitions, self.list_reassignments())
-        sizes = self._partition_sizes(partitions, live)
+        described = self._hosted_log_dirs(partitions, live)
+        sizes = _sizes(described)
         partitions = [_with_size(p, sizes.get(p.tp, {})) for p in partitions]
         brokers = list(live.values())
         dead = {r for p in partitions for r in p.replicas} - set(live)
         brokers.extend(Broker(id=b, alive=False) for b in sorted(dead))
-        return ClusterModel(brokers, partitions, self._topic_configs(sorted(metadata.topics)))
+        model = ClusterModel(brokers, partitions, self._topic_configs(sorted(metadata.topics)))
+        return log_dirs.with_log_dirs(model, described)
 
     def describe_partitions(self, partitions: Iterable[TopicPartition]) -> ClusterModel:
         """Live brokers and the given partitions only: their topics in one DescribeTopics
@@ -195,12 +198,13 @@ class AdminApiBackend:
                               isr=tuple(n.id for n in p.isr))
                     for p in description.partitions if TopicPartition(name, p.id) in wanted
                 )
-        sizes = self._partition_sizes(found, live)
+        described = self._hosted_log_dirs(found, live)
+        sizes = _sizes(described)
         found = [_with_size(p, sizes.get(p.tp, {})) for p in found]
         brokers = list(live.values())
         dead = {r for p in found for r in p.replicas} - set(live)
         brokers.extend(Broker(id=b, alive=False) for b in sorted(dead))
-        return ClusterModel(brokers, found)
+        return log_dirs.with_log_dirs(ClusterModel(brokers, found), described)
 
     def _topic_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
         """Dynamic overrides of every topic, in one DescribeConfigs request."""
@@ -237,33 +241,34 @@ class AdminApiBackend:
         return {n.id: Broker(id=n.id, rack=n.rack, host=n.host, port=n.port, alive=True)
                 for n in cluster.nodes}
 
-    def _partition_sizes(
+    def _hosted_log_dirs(
         self, partitions: list[Partition], live: Iterable[int]
-    ) -> dict[TopicPartition, dict[int, int]]:
-        """Replica sizes per partition and broker, from each live broker's log dirs.
-
-        Each broker is asked only for the replicas it hosts: kafka-python expands "all" into
-        every partition of the cluster (after describing every topic) for every broker.
-        """
+    ) -> dict[int, log_dirs.BrokerLogDirs]:
+        """Each live broker's log dirs, listing only the replicas it hosts: kafka-python
+        expands "all" into every partition of the cluster (after describing every topic) for
+        every broker."""
         hosted: dict[int, dict[str, list[int]]] = {b: {} for b in live}
         for p in partitions:
             for r in p.replicas:
                 if r in hosted:
                     hosted[r].setdefault(p.topic, []).append(p.partition)
-        sizes: dict[TopicPartition, dict[int, int]] = {}
-        for broker, topics in hosted.items():
-            if not topics:
-                continue
-            answers = self._legacy_call("describe log dirs", lambda kp, b=broker, t=topics:
-                                        kp.describe_log_dirs(topic_partitions=t, brokers=[b]))
-            for answer in answers:
-                for log_dir in answer["log_dirs"]:
-                    for topic in log_dir["topics"]:
-                        for p in topic["partitions"]:
-                            if not p.get("is_future_key"):
-                                tp = TopicPartition(topic["name"], p["partition_index"])
-                                sizes.setdefault(tp, {})[answer["broker"]] = p["partition_size"]
-        return sizes
+        wanted = [b for b, topics in hosted.items() if topics]
+        return self._legacy_call("describe log dirs",
+                                 lambda kp: log_dirs.describe(kp, wanted, hosted))
+
+    def describe_log_dirs(self, brokers: Iterable[int] | None = None
+                          ) -> dict[int, log_dirs.BrokerLogDirs]:
+        """Every directory of the brokers (all live ones by default), with the replicas and
+        future replicas in each."""
+        wanted = sorted(self._live_brokers()) if brokers is None else list(brokers)
+        return self._legacy_call("describe log dirs", lambda kp: log_dirs.describe(kp, wanted))
+
+    def alter_replica_log_dirs(self, moves: Mapping[tuple[TopicPartition, int], str]
+                               ) -> dict[tuple[TopicPartition, int], str | None]:
+        """AlterReplicaLogDirs: move each (partition, broker) replica into the directory.
+        Returns Kafka's error name per replica, None where accepted (NOT_LEADER_OR_FOLLOWER
+        means the broker does not host it yet; it will place it there when it does)."""
+        return self._legacy_call("alter replica log dirs", lambda kp: log_dirs.alter(kp, moves))
 
     def list_reassignments(
         self, partitions: Iterable[TopicPartition] | None = None
@@ -545,6 +550,14 @@ def _check_replica_lists(
         raise InvalidReplicaAssignmentError(
             f"unknown broker id(s) {', '.join(map(str, unknown))}: not among the cluster's live "
             f"brokers {sorted(live)}")
+
+
+def _sizes(described: Mapping[int, log_dirs.BrokerLogDirs]) -> dict[TopicPartition, dict[int, int]]:
+    sizes: dict[TopicPartition, dict[int, int]] = {}
+    for broker, d in described.items():
+        for tp, size in d.sizes.items():
+            sizes.setdefault(tp, {})[broker] = size
+    return sizes
 
 
 def _with_size(partition: Partition, sizes: Mapping[int, int]) -> Partition:

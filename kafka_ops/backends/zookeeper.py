@@ -46,6 +46,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.watchers import ChildrenWatch
 from kazoo.retry import ForceRetryError, KazooRetry, RetryFailedError
 
+from kafka_ops.backends import log_dirs
 from kafka_ops.backends import zk_paths as zk
 from kafka_ops.backends.base import ConfigResource, OngoingReassignment
 from kafka_ops.backends.connection import ZooKeeperAuth, validate_zookeeper_connect
@@ -173,9 +174,15 @@ class ZooKeeperBackend:
         election_timeout_s: float = 30.0,
         multi_read: bool = True,
         reconnect_timeout_s: float | None = None,
+        bootstrap_servers: str | None = None,
     ) -> None:
+        """``bootstrap_servers`` is for log directories only (ZooKeeper does not hold them;
+        Kafka's reassign tool takes --bootstrap-server for them too); by default the live
+        brokers' endpoints registered in ZooKeeper."""
         validate_zookeeper_connect(hosts)
         self.hosts = hosts
+        self.bootstrap_servers = bootstrap_servers
+        self._log_dir_client: Any = None
         # Long enough for a session to expire and a new one to be made (Kafka's brokers do
         # the same), short enough that a ZooKeeper gone for good is reported.
         self.reconnect_timeout_s = (2 * session_timeout_s + connect_timeout_s
@@ -232,7 +239,57 @@ class ZooKeeperBackend:
                     "was changed, run the command again once ZooKeeper is back") from None
             time.sleep(0.1)
 
+    # -- log directories, over the Admin API ------------------------------------------------
+    def describe_log_dirs(self, brokers: Iterable[int] | None = None
+                          ) -> dict[int, log_dirs.BrokerLogDirs]:
+        """Every directory of the brokers (all live ones by default), over DescribeLogDirs."""
+        model_brokers = self._live_endpoints()
+        wanted = sorted(model_brokers) if brokers is None else list(brokers)
+        return self._over_admin_api("describe log dirs", lambda kp: log_dirs.describe(kp, wanted),
+                                    model_brokers)
+
+    def alter_replica_log_dirs(self, moves: Mapping[tuple[TopicPartition, int], str]
+                               ) -> dict[tuple[TopicPartition, int], str | None]:
+        """AlterReplicaLogDirs, sent to each replica's broker (Kafka's error name or None)."""
+        return self._over_admin_api("alter replica log dirs", lambda kp: log_dirs.alter(kp, moves),
+                                    self._live_endpoints())
+
+    def _over_admin_api(self, what: str, call: Callable[[Any], Any], endpoints: Mapping[int, str]) -> Any:
+        from kafka.errors import KafkaError as KpKafkaError
+
+        try:
+            return call(self._admin_client(endpoints))
+        except KpKafkaError as exc:
+            raise BackendError(f"{what}: {type(exc).__name__}: {exc}") from None
+
+    def _live_endpoints(self) -> dict[int, str]:
+        paths = [zk.broker_path(int(b)) for b in self._children(zk.BROKER_IDS) if b.isdigit()]
+        return {b.id: f"{b.host}:{b.port}" for b in (
+            zk.decode_broker(p, data) for p, data in zip(paths, self._get_many(paths), strict=True)
+            if data is not None)}
+
+    def _admin_client(self, endpoints: Mapping[int, str]) -> Any:
+        if self._log_dir_client is None:
+            from kafka import KafkaAdminClient
+            from kafka.errors import KafkaError as KpKafkaError
+
+            servers = (self.bootstrap_servers.split(",") if self.bootstrap_servers
+                       else sorted(endpoints.values()))
+            if not servers:
+                raise BackendError("no live broker registered in ZooKeeper to ask for log dirs")
+            try:
+                self._log_dir_client = KafkaAdminClient(
+                    bootstrap_servers=servers, client_id="kafka-ops",
+                    request_timeout_ms=15000, bootstrap_timeout_ms=15000)
+            except KpKafkaError as exc:
+                raise BackendError(f"log dirs need the Admin API of the brokers ({','.join(servers)}):"
+                                   f" {type(exc).__name__}") from None
+        return self._log_dir_client
+
     def close(self) -> None:
+        if self._log_dir_client is not None:
+            self._log_dir_client.close()
+            self._log_dir_client = None
         self._client.stop()
         self._client.close()
         if self._secret in _redact.secrets:

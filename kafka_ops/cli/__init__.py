@@ -31,6 +31,7 @@ COMMAND_MODULES: list[tuple[str, str | None]] = [
     ("kafka_ops.cli.pools", "pools"),
     ("kafka_ops.cli.plan_files", "plan"),
     ("kafka_ops.cli.plan_goals", "plan"),
+    ("kafka_ops.cli.plan_disks", "plan"),
     ("kafka_ops.cli.execute", None),
     ("kafka_ops.cli.emulator", "emulator"),
     ("kafka_ops.cli.snapshot", None),

@@ -25,6 +25,7 @@ from kafka_ops.backends.base import ClusterBackend
 from kafka_ops.cli.common import add_backend_args, add_json_flag, connect_backend, print_json
 from kafka_ops.errors import ValidationError
 from kafka_ops.executor import ExecutionProgress, ExecutionReport, ExecutionState, Executor, StateStore
+from kafka_ops.executor.log_dirs import LogDirMover, announce_new_replica_dirs, log_dir_moves
 from kafka_ops.executor.strategies import STRATEGIES
 from kafka_ops.plan import ReassignmentPlan
 from kafka_ops.workflow import (
@@ -56,6 +57,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     execute.add_argument("--throttle", type=inputs.throttle_rate, metavar="BYTES_PER_SEC",
                          help="replication throttle on every broker involved (default: none)")
+    execute.add_argument("--replica-alter-log-dirs-throttle", type=inputs.throttle_rate,
+                         metavar="BYTES_PER_SEC",
+                         help="copy rate between log directories of a broker, for plans with "
+                              "log_dirs (Kafka's flag of the same name; default: none)")
     execute.add_argument("--max-incoming", type=inputs.positive_int, default=2, metavar="N",
                          help="moves adding a replica to one broker at once (default 2)")
     execute.add_argument("--max-outgoing", type=inputs.positive_int, default=2, metavar="N",
@@ -152,14 +157,28 @@ def cmd_execute(args: argparse.Namespace) -> int:
               "cluster as it is now", file=sys.stderr)
     bar = None if args.no_progress or args.json else ProgressBar()
     backend = _connect(args)
+    dirs = None
     try:
+        if plan.log_dirs:
+            announce_new_replica_dirs(backend, plan)
         report = run_execution(backend, plan, args.state_dir, request, base=base,
                                on_progress=bar.update if bar else None, on_executor=_cancel_on_signals)
+        if plan.log_dirs and report.status == "completed":  # Kafka's order: then log dirs
+            dirs = LogDirMover(backend, log_dir_moves(plan),
+                               throttle_bytes_per_sec=args.replica_alter_log_dirs_throttle,
+                               poll_interval=request.poll_interval).run()
     finally:
         if bar:
             bar.close()
         backend.close()
     _print_report(report, args.json)
+    if dirs is not None:
+        print(f"log-dir moves: {len(dirs.moved)} moved, {len(dirs.already)} already in place, "
+              f"{len(dirs.failed)} failed" + "".join(
+                  f"\n  {tp} on broker {b}: {e}" for (tp, b), e in sorted(dirs.failed.items())),
+              file=sys.stderr if args.json else sys.stdout)
+        if not dirs.ok:
+            return 1
     return EXIT_CODES.get(report.status, 1)
 
 

@@ -46,8 +46,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from kafka_ops.emulator.clock import Clock, ScaledClock
+from kafka_ops.emulator.log_dirs import LogDirs
 from kafka_ops.errors import ValidationError
-from kafka_ops.model import NO_LEADER, Broker, BrokerCapacity, ClusterModel, Partition, TopicPartition
+from kafka_ops.model import NO_LEADER, Broker, BrokerCapacity, ClusterModel, LogDir, Partition, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,8 @@ errors: dict[str, int] = {
     "ELIGIBLE_LEADERS_NOT_AVAILABLE": 83,
     "ELECTION_NOT_NEEDED": 84,
     "NO_REASSIGNMENT_IN_PROGRESS": 85,
+    "KAFKA_STORAGE_ERROR": 56,
+    "LOG_DIR_NOT_FOUND": 57,
 }
 error_names: dict[int, str] = {code: name for name, code in errors.items()}
 
@@ -96,6 +99,7 @@ _LONG_BROKER_CONFIGS = (
     FOLLOWER_THROTTLED_RATE,
     "replica.alter.log.dirs.io.max.bytes.per.second",
 )
+LOG_DIRS_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 
@@ -293,6 +297,10 @@ class EmulatedCluster:
         self._dirty = True  # fetch rates must be recomputed before time moves on
         self._redistribute = False  # a fetch finished: its bandwidth is free for others
         self._by_broker: dict[int, set[TopicPartition]] = defaultdict(set)
+        self.log_dirs = LogDirs()
+        for b in model.brokers.values():  # a broker without known directories has one
+            self.log_dirs.add_broker(b.id, b.log_dirs or (LogDir(LOG_DIR, b.capacity.disk_bytes),))
+        self._log_dirs_at = self._time
         for p in model:
             self._load(p)
         live = sorted(b for b, broker in self.brokers.items() if broker.alive)
@@ -304,7 +312,9 @@ class EmulatedCluster:
         tick (their lag is unknown, so they are taken as caught up)."""
         if p.topic not in self.topic_ids:
             self.topic_ids[p.topic] = str(uuid.uuid4())
-        live_isr = [r for r in p.isr if r in p.replicas and self._online(r)]
+        for i, r in enumerate(p.replicas):
+            self.log_dirs.place(p.tp, r, p.log_dirs[i] if p.log_dirs else None)
+        live_isr = [r for r in p.isr if r in p.replicas and self._online(r, p.tp)]
         if live_isr:
             isr = live_isr
             leader = p.leader if p.leader in live_isr else next(
@@ -364,6 +374,8 @@ class EmulatedCluster:
                     capacity=BrokerCapacity(
                         b.disk_capacity_bytes, b.network_in_bytes_per_sec,
                         b.network_out_bytes_per_sec),
+                    log_dirs=tuple(LogDir(d.path, d.capacity_bytes, d.online)
+                                   for d in self.log_dirs.dirs[b.id].values()),
                 )
                 for b in self.brokers.values()
             ]
@@ -374,6 +386,7 @@ class EmulatedCluster:
                     topic=p.topic, partition=p.partition, replicas=tuple(p.replicas),
                     leader=p.leader, isr=tuple(p.isr), size_bytes=int(p.log_end_bytes),
                     bytes_in_per_sec=p.bytes_in_per_sec, bytes_out_per_sec=p.bytes_out_per_sec,
+                    log_dirs=tuple(self.log_dirs.placement.get((p.tp, r)) for r in p.replicas),
                 ))
             configs = {t: dict(c) for t, c in self._topic_configs.items() if c}
             return ClusterModel(brokers, partitions, configs)
@@ -393,6 +406,16 @@ class EmulatedCluster:
             return list(ra.target) if ra else None
 
     def describe_log_dirs(self, broker_id: int) -> dict[str, dict[TopicPartition, int]]:
+        """Replica sizes per online directory of the broker (current replicas only)."""
+        return {path: {tp: size for tp, size, future in entries if not future}
+                for path, error, _, entries in self.describe_log_dirs_full(broker_id)
+                if not error}
+
+    def describe_log_dirs_full(
+        self, broker_id: int
+    ) -> list[tuple[str, int, int, list[tuple[TopicPartition, int, bool]]]]:
+        """What DescribeLogDirs answers: per directory its path, error code, capacity and
+        (partition, size, is_future) entries."""
         with self.lock:
             self.tick()
             sizes = {}
@@ -401,7 +424,43 @@ class EmulatedCluster:
                 self._sync(p, self._time)
                 if broker_id in p.replica_bytes:
                     sizes[tp] = int(p.replica_bytes[broker_id])
-            return {LOG_DIR: sizes}
+            return self.log_dirs.describe(broker_id, sizes)
+
+    def alter_replica_log_dirs(self, broker_id: int, moves: dict[TopicPartition, str]
+                               ) -> dict[TopicPartition, int]:
+        """AlterReplicaLogDirs received by broker_id: an error code per partition."""
+        with self.lock:
+            self.tick()
+            out = {}
+            for tp, path in moves.items():
+                hosted = tp in self.partitions and broker_id in self.partitions[tp].replicas
+                if not hosted:
+                    self.log_dirs.preferred[(tp, broker_id)] = path
+                code = self.log_dirs.alter(tp, broker_id, path)
+                out[tp] = code
+                if code == 0:
+                    self._emit("log_dir_move", tp, broker=broker_id, target=path)
+            return out
+
+    def fail_log_dir(self, broker_id: int, path: str, failed: bool = True) -> None:
+        """A disk fails (KIP-112): the directory goes offline and its replicas go offline on
+        that broker (they leave ISRs, lose leadership); the broker stays registered."""
+        with self.lock:
+            self.tick()
+            dirs = self.log_dirs.dirs.get(broker_id, {})
+            if path not in dirs:
+                raise ValidationError(f"broker {broker_id} has no log directory {path!r}")
+            if dirs[path].online != failed:
+                return
+            tps = self.log_dirs.set_online(broker_id, path, not failed)
+            self._dirty = True
+            self._emit("log_dir_fault", broker=broker_id, path=path, failed=failed)
+            if not self._online(broker_id):
+                return
+            if failed:
+                self._replicas_offline(broker_id, tps)
+            else:
+                self._replicas_online(broker_id, tps)
 
     # -- time and replication --------------------------------------------------------------
     def tick(self) -> None:
@@ -411,10 +470,29 @@ class EmulatedCluster:
             target = self.clock.now()
             if target > self._time or self._dirty:
                 self._advance(max(target, self._time))
+            self._copy_log_dirs()
 
-    def _online(self, broker_id: int) -> bool:
+    def _copy_log_dirs(self) -> None:
+        """Future replicas copy up to now at their brokers' alter-log-dirs throttle."""
+        dt = self._time - self._log_dirs_at
+        self._log_dirs_at = self._time
+        if not self.log_dirs.futures:
+            return
+        rates = {}
+        sizes = {}
+        for tp, b in self.log_dirs.futures:
+            p = self.partitions[tp]
+            self._sync(p, self._time)
+            sizes[tp, b] = p.replica_bytes.get(b, 0.0)
+            rates[b] = self._throttle_rate(b, LOG_DIRS_RATE)
+        for tp, b in self.log_dirs.advance(dt, rates, sizes):
+            self._emit("log_dir_swapped", tp, broker=b, path=self.log_dirs.placement[tp, b])
+
+    def _online(self, broker_id: int, tp: TopicPartition | None = None) -> bool:
+        """The broker is up, and (given a partition) its replica's directory is online."""
         b = self.brokers.get(broker_id)
-        return b is not None and b.alive and not b.disk_full
+        return (b is not None and b.alive and not b.disk_full
+                and (tp is None or self.log_dirs.online(tp, broker_id)))
 
     def _sync(self, p: EmulatedPartition, t: float) -> None:
         """Bring the partition to time t: the leader's log grows, in-sync replicas keep up,
@@ -427,7 +505,7 @@ class EmulatedCluster:
             return
         p.log_end_bytes += p.bytes_in_per_sec * dt
         for r in p.replicas:
-            if not self._online(r):
+            if not self._online(r, p.tp):
                 continue
             if r in p.isr:
                 p.replica_bytes[r] = p.log_end_bytes
@@ -437,8 +515,8 @@ class EmulatedCluster:
                 p.replica_bytes[r] = min(fetched, p.log_end_bytes)
 
     def _refresh_lagging(self, p: EmulatedPartition) -> None:
-        lagging = p.leader != NO_LEADER and self._online(p.leader) and any(
-            r not in p.isr and self._online(r) for r in p.replicas)
+        lagging = p.leader != NO_LEADER and self._online(p.leader, p.tp) and any(
+            r not in p.isr and self._online(r, p.tp) for r in p.replicas)
         if lagging:
             self._lagging[p.tp] = None
         else:
@@ -450,7 +528,7 @@ class EmulatedCluster:
             p = self.partitions[tp]
             self._sync(p, self._time)
             for r in p.replicas:
-                if r not in p.isr and self._online(r):
+                if r not in p.isr and self._online(r, p.tp):
                     lag = max(p.log_end_bytes - p.replica_bytes.get(r, 0.0), 0.0)
                     out.append(_Fetch(tp, r, p.leader, lag, p.bytes_in_per_sec))
         return out
@@ -499,7 +577,7 @@ class EmulatedCluster:
     def _catch_up(self, entry: tuple) -> None:
         _, _, tp, dest, leader, _ = entry
         p = self.partitions[tp]
-        if p.leader != leader or dest in p.isr or not self._online(dest) or dest not in p.replicas:
+        if p.leader != leader or dest in p.isr or not self._online(dest, tp) or dest not in p.replicas:
             return
         self._sync(p, self._time)
         dirty = self._dirty
@@ -612,8 +690,10 @@ class EmulatedCluster:
         if replicas is not None:
             for r in set(p.replicas) - set(replicas):
                 self._by_broker[r].discard(p.tp)
+                self.log_dirs.remove(p.tp, r)
             for r in replicas:
                 self._by_broker[r].add(p.tp)
+                self.log_dirs.place(p.tp, r)
             p.replicas = list(replicas)
         if adding is not None:
             p.adding = list(adding)
@@ -642,7 +722,7 @@ class EmulatedCluster:
         )
 
     def _first_eligible(self, p: EmulatedPartition, candidates: Iterable[int]) -> int:
-        return next((r for r in candidates if self._online(r) and r in p.isr), NO_LEADER)
+        return next((r for r in candidates if self._online(r, p.tp) and r in p.isr), NO_LEADER)
 
     def _remove_from_isr(self, p: EmulatedPartition, broker_id: int) -> None:
         """Kafka's removeReplicasFromIsr: leader -1 if it was the leader; the last ISR member
@@ -658,9 +738,9 @@ class EmulatedCluster:
         with unclean election enabled, else the first live replica (which may lose data)."""
         leader = self._first_eligible(p, p.replicas)
         if leader != NO_LEADER:
-            self._change(p, leader=leader, isr=[r for r in p.isr if self._online(r)])
+            self._change(p, leader=leader, isr=[r for r in p.isr if self._online(r, p.tp)])
         elif self.unclean_leader_election:
-            leader = next((r for r in p.replicas if self._online(r)), NO_LEADER)
+            leader = next((r for r in p.replicas if self._online(r, p.tp)), NO_LEADER)
             if leader != NO_LEADER:
                 self._change(p, leader=leader, isr=[leader])
 
@@ -728,8 +808,8 @@ class EmulatedCluster:
             else:
                 self._replicas_online(broker_id)
 
-    def _replicas_offline(self, broker_id: int) -> None:
-        tps = sorted(self._by_broker.get(broker_id, ()))
+    def _replicas_offline(self, broker_id: int, only: list[TopicPartition] | None = None) -> None:
+        tps = sorted(self._by_broker.get(broker_id, ())) if only is None else only
         # Partitions it led elect first (OfflinePartition -> OnlinePartition), then its
         # follower replicas leave the ISRs (OfflineReplica), as onBrokerFailure orders them.
         for tp in tps:
@@ -737,15 +817,15 @@ class EmulatedCluster:
             if p.leader == broker_id:
                 new = self._first_eligible(p, p.replicas)
                 if new != NO_LEADER:
-                    self._change(p, leader=new, isr=[r for r in p.isr if self._online(r)])
+                    self._change(p, leader=new, isr=[r for r in p.isr if self._online(r, p.tp)])
                 elif self.unclean_leader_election:
                     self._elect_offline(p)
         for tp in tps:
             self._remove_from_isr(self.partitions[tp], broker_id)
             self._refresh_lagging(self.partitions[tp])
 
-    def _replicas_online(self, broker_id: int) -> None:
-        for tp in sorted(self._by_broker.get(broker_id, ())):
+    def _replicas_online(self, broker_id: int, only: list[TopicPartition] | None = None) -> None:
+        for tp in sorted(self._by_broker.get(broker_id, ())) if only is None else only:
             p = self.partitions[tp]
             if p.leader == NO_LEADER:
                 self._elect_offline(p)
@@ -841,6 +921,7 @@ class EmulatedCluster:
         self.partitions[p.tp] = p
         for r in replicas:
             self._by_broker[r].add(p.tp)
+            self.log_dirs.place(p.tp, r)
         return p
 
     def _topic_exists(self, topic: str) -> bool:
@@ -986,7 +1067,7 @@ class EmulatedCluster:
         ra = self._reassignments.pop(tp)
         target = ra.target
         removing = [r for r in p.replicas if r not in target]
-        if p.leader not in target or not self._online(p.leader):  # B3
+        if p.leader not in target or not self._online(p.leader, p.tp):  # B3
             self._change(p, leader=self._first_eligible(p, target), bump_leader_epoch=True)
         else:
             self._change(p, bump_leader_epoch=True)
@@ -1121,19 +1202,19 @@ class EmulatedCluster:
             preferred = p.replicas[0]
             if p.leader == preferred:
                 raise KafkaError("ELECTION_NOT_NEEDED")
-            if not (self._online(preferred) and preferred in p.isr):
+            if not (self._online(preferred, p.tp) and preferred in p.isr):
                 raise KafkaError(
                     "PREFERRED_LEADER_NOT_AVAILABLE",
                     f"Failed to elect leader for partition {tp} under strategy "
                     "PreferredReplicaPartitionLeaderElectionStrategy")
             self._change(p, leader=preferred)
         else:
-            if p.leader != NO_LEADER and self._online(p.leader):
+            if p.leader != NO_LEADER and self._online(p.leader, p.tp):
                 raise KafkaError("ELECTION_NOT_NEEDED")
             leader = self._first_eligible(p, p.replicas)
-            isr = [r for r in p.isr if self._online(r)]
+            isr = [r for r in p.isr if self._online(r, p.tp)]
             if leader == NO_LEADER:
-                leader = next((r for r in p.replicas if self._online(r)), NO_LEADER)
+                leader = next((r for r in p.replicas if self._online(r, p.tp)), NO_LEADER)
                 isr = [leader]
             if leader == NO_LEADER:
                 raise KafkaError(

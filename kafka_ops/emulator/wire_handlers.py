@@ -11,7 +11,9 @@ added:
   "kraft" every broker accepts them, as KRaft brokers forward them to the quorum (KIP-590);
 - broker-resource configs are answered only by that broker (or "" = cluster default), with
   Kafka's "Unexpected broker id" INVALID_REQUEST otherwise;
-- DescribeLogDirs describes the receiving broker's own log directories.
+- DescribeLogDirs describes the receiving broker's own log directories (future replicas
+  flagged is_future_key, an offline directory answered KAFKA_STORAGE_ERROR);
+  AlterReplicaLogDirs moves replicas between the receiving broker's directories.
 
 Advertised versions are each schema's ``validVersions`` (Kafka 4.0), never more: clients pick
 features by version, and kafka-python infers the broker's release from this list.
@@ -31,6 +33,8 @@ import kafka.errors as Errors
 from kafka.protocol.admin import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirsResponse,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreateTopicsRequest,
@@ -569,26 +573,37 @@ def handle_describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
     wanted = None
     if request.topics is not None:
         wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
-    dirs = ctx.cluster.describe_log_dirs(ctx.broker_id)
-    with ctx.cluster.lock:
-        capacity = ctx.cluster.brokers[ctx.broker_id].disk_capacity_bytes
     results = []
-    for log_dir, sizes in dirs.items():
+    for log_dir, error, capacity, entries in ctx.cluster.describe_log_dirs_full(ctx.broker_id):
         by_topic: dict[str, list] = defaultdict(list)
-        for tp, size in sorted(sizes.items()):
+        for tp, size, future in entries:
             if wanted is None or (tp.topic, tp.partition) in wanted:
                 by_topic[tp.topic].append(Topic.DescribeLogDirsPartition(
                     partition_index=tp.partition, partition_size=int(size), offset_lag=0,
-                    is_future_key=False))
-        used = int(sum(sizes.values()))
+                    is_future_key=future))
+        used = int(sum(size for _, size, _ in entries))
         results.append(Result(
-            error_code=NONE, log_dir=log_dir,
+            error_code=error, log_dir=log_dir,
             topics=[Topic(name=t, partitions=ps) for t, ps in by_topic.items()],
             total_bytes=capacity if capacity else -1,
             usable_bytes=max(capacity - used, 0) if capacity else -1,
             is_cordoned=False,
         ))
     return DescribeLogDirsResponse(throttle_time_ms=0, error_code=NONE, results=results)
+
+
+def handle_alter_replica_log_dirs(ctx: RequestContext, request: Any) -> Any:
+    Result = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
+    Part = Result.AlterReplicaLogDirPartitionResult
+    moves = {TopicPartition(t.name, p): d.path
+             for d in request.dirs for t in d.topics for p in t.partitions}
+    codes = ctx.cluster.alter_replica_log_dirs(ctx.broker_id, moves)
+    by_topic: dict[str, list] = defaultdict(list)
+    for tp, code in codes.items():
+        by_topic[tp.topic].append(Part(partition_index=tp.partition, error_code=code))
+    return AlterReplicaLogDirsResponse(
+        throttle_time_ms=0, results=[Result(topic_name=t, partitions=ps)
+                                     for t, ps in by_topic.items()])
 
 
 # -- SASL ----------------------------------------------------------------------------------
@@ -634,6 +649,7 @@ HANDLERS: dict[int, Api] = {
         (ListPartitionReassignmentsRequest, handle_list_partition_reassignments),
         (ElectLeadersRequest, handle_elect_leaders),
         (DescribeLogDirsRequest, handle_describe_log_dirs),
+        (AlterReplicaLogDirsRequest, handle_alter_replica_log_dirs),
         (SaslHandshakeRequest, handle_sasl_handshake),
         (SaslAuthenticateRequest, handle_sasl_authenticate),
     )

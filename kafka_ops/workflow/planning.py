@@ -10,6 +10,7 @@ approval and the execution re-check.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from kafka_ops.planner import (
     plan_replace_broker,
     plan_set_replication_factor,
 )
+from kafka_ops.planner.disks import place_added_replicas, plan_fix_failed_dirs
 from kafka_ops.pools import PoolSet
 from kafka_ops.workflow.digest import content_hash
 from kafka_ops.workflow.records import OptionError, Record
@@ -138,7 +140,22 @@ def check_throttle(throttle: float | None, option: str = "throttle") -> None:
 
 
 def plan_cluster(cluster: ClusterModel, request: PlanRequest, pools: PoolSet | None = None) -> PlanResult:
-    """Run the planner mode the request names."""
+    """Run the planner mode the request names. On a cluster with known log directories
+    (JBOD), each replica the plan adds to a broker gets a directory (``log_dirs``), and
+    fix-offline also moves the replicas of failed directories (KIP-112) to other brokers."""
+    result = _plan_mode(cluster, request, pools)
+    if not any(b.log_dirs for b in cluster.brokers.values()):
+        return result
+    plan = result.plan
+    if request.mode == "fix-offline":
+        failed = plan_fix_failed_dirs(cluster.with_assignment(plan.replicas, move_leaders=False))
+        extra = {tp: r for tp, r in failed.replicas.items() if tp not in plan.replicas}
+        plan = ReassignmentPlan({**plan.replicas, **extra}, {
+            **plan.log_dirs, **{tp: d for tp, d in failed.log_dirs.items() if tp in extra}})
+    return dataclasses.replace(result, plan=place_added_replicas(cluster, plan))
+
+
+def _plan_mode(cluster: ClusterModel, request: PlanRequest, pools: PoolSet | None) -> PlanResult:
     options = request.planner_options()
     mode = request.mode
     if mode == "rebalance":

@@ -178,6 +178,7 @@ def build_cases() -> list[Case]:
         ("plan", "rebalance"), ("plan", "add-brokers", "--brokers", "4"),
         ("plan", "remove-brokers", "--brokers", "4"), ("plan", "demote", "--brokers", "1"),
         ("plan", "fix-offline"), ("plan", "set-rf", "--topics", "orders", "--rf", "3"),
+        ("plan", "rebalance-disks"), ("plan", "fix-failed-dirs"),
         ("plan", "replace-broker", "--from", "1", "--to", "3"),
         ("plan", "migrate-pool", "--pools", "@pools"),
         ("pools", "validate", "--pools", "@pools"), ("pools", "show", "--pools", "@pools"),

@@ -1,0 +1,68 @@
+"""The disk planner (rebalance-disks) on a 200-broker x 12-directory cluster.
+
+Generates the "xl" preset (~270,000 replicas on 200 brokers), gives every broker 12 log
+directories of equal capacity and places replicas skewed the way JBOD clusters drift: one
+disk per broker takes ``--hot`` of its replicas, the rest are spread at random. Prints the
+planning time, the moves and bytes planned, and each broker's directory usage spread
+(max - min fraction of capacity, worst and mean over brokers) before and after. Asserts nothing.
+
+    .venv/bin/python benchmarks/bench_jbod.py [--preset xl] [--seed 0] [--hot 0.3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import random
+import time
+
+from kafka_ops.generator import generate_cluster
+from kafka_ops.model import ClusterModel, LogDir
+from kafka_ops.planner.disks import plan_rebalance_disks
+
+DIRS = 12
+
+
+def with_disks(model: ClusterModel, hot: float, seed: int) -> ClusterModel:
+    rng = random.Random(seed)
+    load: dict[int, int] = {b: 0 for b in model.brokers}
+    for p in model:
+        for b in p.replicas:
+            load[b] = load.get(b, 0) + p.size_bytes
+    # Same disks everywhere, sized so the fullest broker would fill half of them if even.
+    cap = max(int(max(load.values()) / DIRS / 0.5), 1)
+    brokers = [dataclasses.replace(b, log_dirs=tuple(LogDir(f"/data/{i:02d}", cap)
+                                                     for i in range(DIRS)))
+               for b in model.brokers.values()]
+    parts = [dataclasses.replace(p, log_dirs=tuple(
+        "/data/00" if rng.random() < hot else f"/data/{rng.randrange(DIRS):02d}"
+        for _ in p.replicas)) for p in model]
+    return ClusterModel(brokers, parts, model.topic_configs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="xl")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--hot", type=float, default=0.3)
+    parser.add_argument("--threshold", type=float, default=0.8)
+    parser.add_argument("--band", type=float, default=0.05)
+    args = parser.parse_args()
+    model = with_disks(generate_cluster(args.preset, args.seed), args.hot, args.seed)
+    print(f"cluster: {len(model.brokers)} brokers x {DIRS} directories, {model.replica_count} replicas")
+    start = time.perf_counter()
+    result = plan_rebalance_disks(model, threshold=args.threshold, band=args.band)
+    took = time.perf_counter() - start
+    total = sum(p.size_bytes * len(p.replicas) for p in model)
+    print(f"planning time                         {took:8.2f} s")
+    print(f"intra-broker moves                    {result.moves:8d}")
+    print(f"bytes moved                           {result.moved_bytes / 1e12:8.2f} TB "
+          f"({100 * result.moved_bytes / total:.1f}% of all replica bytes)")
+    for label, m in (("before", result.before), ("after", result.after)):
+        print(f"spread {label:<6} worst {m.worst_spread:6.3f}  mean {m.mean_spread:6.3f}  "
+              f"directories over {args.threshold:.0%}: {len(m.over_threshold)}  brokers with "
+              f"spread > 2 x band: {sum(1 for v in m.spread.values() if v > 2 * args.band)}")
+
+
+if __name__ == "__main__":
+    main()

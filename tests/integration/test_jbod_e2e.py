@@ -1,0 +1,235 @@
+"""JBOD end to end on both backends and the emulator: intra-broker balancing, a mixed plan, a
+failed directory repaired. The ZooKeeper backend reads and moves log dirs over the brokers'
+Admin API (as Kafka's reassign tool does), so its emulator serves both faces.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from kafka_ops.backends.base import ConfigResource
+from kafka_ops.backends.log_dirs import describe_cluster_with_log_dirs
+from kafka_ops.emulator.clock import ManualClock
+from kafka_ops.executor import Executor
+from kafka_ops.executor.log_dirs import LogDirMover, execute_mixed, log_dir_moves
+from kafka_ops.executor.options import ExecutionOptions
+from kafka_ops.model import Broker, ClusterModel, LogDir, Partition, TopicPartition
+from kafka_ops.plan import ReassignmentPlan
+from kafka_ops.planner.disks import plan_fix_failed_dirs, plan_rebalance_disks
+from kafka_ops.throttle import LOG_DIRS_RATE
+from tests.integration.conftest import Emulated
+
+pytestmark = [pytest.mark.zookeeper, pytest.mark.slow]
+
+MB = 1_000_000
+DIRS = tuple(LogDir(f"/disk{i}", 1000 * MB) for i in range(4))
+TP = TopicPartition
+
+
+def jbod_cluster() -> ClusterModel:
+    """Four brokers with four 1 GB disks; every replica of brokers 1-3 on /disk0 (one full
+    disk among empty ones); broker 4 empty."""
+    brokers = [Broker(i, rack=f"r{i % 2}", log_dirs=DIRS) for i in range(1, 5)]
+    parts = [Partition("t", i, (1 + i % 3, 1 + (i + 1) % 3), 1 + i % 3,
+                       (1 + i % 3, 1 + (i + 1) % 3), size_bytes=(20 + i) * MB,
+                       log_dirs=("/disk0", "/disk0")) for i in range(12)]
+    return ClusterModel(brokers, parts)
+
+
+@contextmanager
+def zookeeper_jbod(model: ClusterModel, zk_connect: str) -> Iterator[Emulated]:
+    from kafka_ops.backends.zookeeper import ZooKeeperBackend
+    from kafka_ops.emulator.runtime import Emulator
+
+    clock = ManualClock()
+    with Emulator(model, zookeeper=zk_connect, mode="zk", clock=clock, wire=True) as emulator:
+        backend = ZooKeeperBackend(zk_connect, election_timeout_s=10.0)
+        try:
+            yield Emulated("zookeeper", backend, emulator.cluster, clock)
+        finally:
+            backend.close()
+
+
+@contextmanager
+def admin_jbod(model: ClusterModel, zk_connect: str, mode: str = "kraft") -> Iterator[Emulated]:
+    """The Admin API backend on a KRaft cluster, or (mode "zk") on a ZooKeeper-mode Kafka."""
+    from kafka_ops.backends.admin import AdminApiBackend
+    from kafka_ops.emulator.runtime import Emulator
+
+    clock = ManualClock()
+    with Emulator(model, mode=mode, clock=clock, wire=True) as emulator:
+        backend = AdminApiBackend(emulator.bootstrap_servers, request_timeout_s=15.0)
+        try:
+            yield Emulated(f"admin-{mode}", backend, emulator.cluster, clock)
+        finally:
+            backend.close()
+
+
+@pytest.fixture(params=["zookeeper", "admin", "admin-zk"])
+def jbod(request: pytest.FixtureRequest, zk_connect: str) -> Iterator[Emulated]:
+    if request.param == "zookeeper":
+        factory = zookeeper_jbod(jbod_cluster(), zk_connect)
+    else:
+        factory = admin_jbod(jbod_cluster(), zk_connect, "zk" if request.param == "admin-zk" else "kraft")
+    with factory as e:
+        yield e
+
+
+def sleeper(e: Emulated):
+    def sleep(seconds: float) -> None:
+        e.advance(seconds)
+        time.sleep(0.01)
+    return sleep
+
+
+def preset_throttle(e: Emulated, rate: int, brokers: list[int]) -> None:
+    """Set the log-dir throttle and wait until the brokers apply it: over ZooKeeper a broker
+    applies a dynamic config when its change notification arrives, a moment after the write
+    (as in Kafka), and a move submitted before that would copy unthrottled."""
+    for b in brokers:
+        e.backend.alter_configs(ConfigResource.broker(b), {LOG_DIRS_RATE: str(rate)})
+    e.wait_emulator(lambda c: all(c.broker_config(b).get(LOG_DIRS_RATE) == str(rate)
+                                  for b in brokers), "log-dir throttle applied")
+
+
+def no_log_dir_throttle(e: Emulated) -> bool:
+    return all(LOG_DIRS_RATE not in e.backend.describe_configs(ConfigResource.broker(b))
+               for b in range(1, 5))
+
+
+def test_one_full_disk_is_balanced_inside_its_broker(jbod: Emulated):
+    before = describe_cluster_with_log_dirs(jbod.backend)
+    assert before.partition("t", 0).log_dirs == ("/disk0", "/disk0")
+    result = plan_rebalance_disks(before, threshold=0.8, band=0.05)
+    plan = ReassignmentPlan.from_json(result.plan.to_json())
+    assert result.moves > 0 and all(len(plan.log_dirs[tp]) == len(r)
+                                    for tp, r in plan.replicas.items())
+    progress = []
+    preset_throttle(jbod, 10 * MB, [1, 2, 3])
+    report = LogDirMover(jbod.backend, log_dir_moves(plan), throttle_bytes_per_sec=10 * MB,
+                         poll_interval=1.0, clock=jbod.clock.now, sleep=sleeper(jbod),
+                         on_progress=lambda done, total: progress.append((done, total))).run()
+    assert report.ok and len(report.moved) == result.moves
+    assert report.seconds >= result.moved_bytes / (3 * 10 * MB) - 1  # throttled, 3 brokers
+    after = describe_cluster_with_log_dirs(jbod.backend)
+    for p in after:
+        assert p.replicas == before.partitions[p.tp].replicas  # no replica left its broker
+        assert set(p.isr) == set(p.replicas)
+    for b in (1, 2, 3):
+        used = {d.path: 0 for d in DIRS}
+        for p in after.partitions_on(b):
+            used[p.log_dir_of(b)] += p.size_bytes
+        mean = sum(used.values()) / 4
+        assert all(abs(u - mean) <= 0.05 * 1000 * MB for u in used.values()), (b, used)
+    assert no_log_dir_throttle(jbod)
+    assert progress[-1] == (result.moves, result.moves)
+    again = LogDirMover(jbod.backend, log_dir_moves(plan)).run()  # resume/rerun: nothing to do
+    assert len(again.already) == result.moves and not again.moved
+
+
+def test_mixed_plan_runs_the_reassignment_then_the_log_dir_moves(jbod: Emulated):
+    plan = ReassignmentPlan.from_json(
+        '{"version":1,"partitions":['
+        '{"topic":"t","partition":0,"replicas":[4,2],"log_dirs":["/disk2","any"]},'
+        '{"topic":"t","partition":1,"replicas":[2,3],"log_dirs":["/disk1","/disk3"]}]}')
+    options = ExecutionOptions(throttle=50 * MB, poll_interval=1.0)
+
+    def inter(part: ReassignmentPlan):
+        return Executor(jbod.backend, part, options=options, clock=jbod.clock.now,
+                        sleep=sleeper(jbod)).run()
+
+    inter_report, dirs_report = execute_mixed(
+        jbod.backend, plan, inter, throttle_bytes_per_sec=5 * MB, clock=jbod.clock.now,
+        sleep=sleeper(jbod))
+    assert inter_report.status == "completed" and dirs_report.ok
+    model = describe_cluster_with_log_dirs(jbod.backend)
+    assert model.partition("t", 0).replicas == (4, 2)
+    assert model.partition("t", 0).log_dirs == ("/disk2", "/disk0")
+    assert model.partition("t", 1).log_dirs == ("/disk1", "/disk3")
+    # The new replica on broker 4 was created in /disk2, never copied there afterwards.
+    swaps = [e for e in jbod.cluster.events if e.kind == "log_dir_swapped" and e.broker == 4]
+    assert swaps == []
+    kinds = [e.kind for e in jbod.cluster.events if e.kind in ("reassignment_completed",
+                                                               "log_dir_swapped")]
+    assert kinds and kinds[-1] == "log_dir_swapped"
+    assert no_log_dir_throttle(jbod)
+
+
+def test_a_failed_directory_is_repaired(jbod: Emulated):
+    jbod.cluster.fail_log_dir(1, "/disk0")
+    broken = describe_cluster_with_log_dirs(jbod.backend)
+    assert not broken.brokers[1].log_dir("/disk0").online and broken.brokers[1].alive
+    hit = [p for p in broken if 1 in p.replicas]
+    assert hit and all(1 not in p.isr for p in hit)
+    plan = plan_fix_failed_dirs(broken)
+    assert set(plan.replicas) == {p.tp for p in hit}
+    report = Executor(jbod.backend, plan, options=ExecutionOptions(poll_interval=1.0,
+                                                                   allow_under_replicated=True),
+                      clock=jbod.clock.now, sleep=sleeper(jbod)).run()
+    assert report.status == "completed"
+    fixed = describe_cluster_with_log_dirs(jbod.backend)
+    for p in fixed:
+        assert 1 not in p.replicas or p.tp not in plan.replicas
+        assert set(p.isr) == set(p.replicas), p  # nothing under-replicated any more
+        assert all(d is not None and d != "/disk0" or b != 1
+                   for b, d in zip(p.replicas, p.log_dirs, strict=True))
+
+
+def test_cli_plans_and_executes_rebalance_disks_over_the_admin_api(tmp_path, capsys):
+    """`kafka-ops plan rebalance-disks` reads directories live, `kafka-ops execute` runs the
+    log_dirs plan (throttled) and leaves no throttle; emulated time runs 50x real time."""
+    from kafka_ops.backends.admin import AdminApiBackend
+    from kafka_ops.cli import main
+    from kafka_ops.emulator.clock import ScaledClock
+    from kafka_ops.emulator.runtime import Emulator
+
+    with Emulator(jbod_cluster(), mode="kraft", clock=ScaledClock(50), wire=True) as emulator:
+        where = ["--bootstrap-server", emulator.bootstrap_servers]
+        plan_file = tmp_path / "disks.json"
+        assert main(["plan", "rebalance-disks", *where, "-o", str(plan_file)]) == 0
+        assert "intra-broker moves" in capsys.readouterr().out
+        plan = ReassignmentPlan.read(plan_file)
+        assert plan.log_dirs
+        assert main(["execute", str(plan_file), *where, "--no-progress", "--poll-interval", "0.2",
+                     "--state-dir", str(tmp_path / "state"),
+                     "--replica-alter-log-dirs-throttle", str(50 * MB)]) == 0
+        out = capsys.readouterr().out
+        assert f"log-dir moves: {len(log_dir_moves(plan))} moved" in out
+        backend = AdminApiBackend(emulator.bootstrap_servers, request_timeout_s=15.0)
+        try:
+            model = describe_cluster_with_log_dirs(backend)
+            for tp, dirs in plan.log_dirs.items():
+                for b, d in zip(plan.replicas[tp], dirs, strict=True):
+                    assert d == "any" or model.partitions[tp].log_dir_of(b) == d
+            assert all(LOG_DIRS_RATE not in backend.describe_configs(ConfigResource.broker(b))
+                       for b in range(1, 5))
+        finally:
+            backend.close()
+
+
+def test_cancel_drops_the_future_replicas_and_the_throttle(jbod: Emulated):
+    before = describe_cluster_with_log_dirs(jbod.backend)
+    moves = {(TP("t", 0), 1): "/disk3", (TP("t", 3), 1): "/disk2"}
+    preset_throttle(jbod, MB, [1])
+    mover = LogDirMover(jbod.backend, moves, throttle_bytes_per_sec=MB, poll_interval=1.0,
+                        clock=jbod.clock.now)
+
+    def sleep(seconds: float) -> None:
+        jbod.advance(seconds)
+        futures = jbod.backend.describe_log_dirs([1])[1].futures
+        assert set(futures) == {TP("t", 0), TP("t", 3)}  # copying, 1 MB/s: far from done
+        mover.request_cancel()
+
+    mover.sleep = sleep
+    report = mover.run()
+    assert sorted(report.cancelled) == sorted(moves) and not report.moved and not report.ok
+    jbod.advance(120)  # long enough for both copies, had they not been dropped
+    after = jbod.backend.describe_log_dirs([1])[1]
+    assert after.futures == {}
+    for tp in (TP("t", 0), TP("t", 3)):
+        assert after.replicas[tp] == before.partitions[tp].log_dir_of(1)
+    assert no_log_dir_throttle(jbod)
