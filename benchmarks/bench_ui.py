@@ -64,7 +64,6 @@ def main() -> None:
 
     import uvicorn
     from fastapi import FastAPI
-
     from kafka_ops_provider.ui.app import URL_PREFIX, create_app
     from kafka_ops_provider.ui.files import write_run_files
     from kafka_ops_provider.ui.operators import execution_options
@@ -75,7 +74,7 @@ def main() -> None:
     print(f"xl preset: {model}; plan: {len(plan)} moves (built in {time.perf_counter() - t0:.1f} s)")
     prediction = None
     if args.predict:
-        from kafka_ops.emulator.predict import predict
+        from kafka_ops.predict import predict
 
         params = {"throttle": 100_000_000, "concurrency": 4, "poll_interval": 10.0}
         p = predict(model, plan, execution_options(params))

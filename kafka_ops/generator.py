@@ -98,7 +98,8 @@ def _rack_names(n: int) -> list[str]:
 
 
 def generate_cluster(preset: str = "small", seed: int = 0, **overrides: object) -> ClusterModel:
-    """A cluster from a preset (small, medium, large, xl, crowded-medium, crowded-xl, xxl), with GeneratorSpec fields overridden."""
+    """A cluster from a preset (small, medium, large, xl, crowded-medium, crowded-xl, xxl), with
+    GeneratorSpec fields overridden."""
     if preset not in PRESETS:
         raise ValidationError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
     try:

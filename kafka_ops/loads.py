@@ -367,31 +367,6 @@ class AnalysisOutputSource:
         return f"analysis:{self.directory}"
 
 
-def load_source_from_spec(spec: str) -> LoadSource:
-    """``fields`` | ``file:PATH`` | ``analysis:DIR`` | ``snapshots:DIR@CLUSTER[@START..END]``.
-
-    A bare existing directory holding a ``summary.json`` is taken as an analysis output (what
-    ``kafka-ops plan --loads DIR`` passes).
-    """
-    kind, _, arg = spec.partition(":")
-    if spec == "fields":
-        return ModelFieldsSource()
-    if kind == "file" and arg:
-        return LoadsFileSource(arg)
-    if kind == "analysis" and arg:
-        return AnalysisOutputSource(arg)
-    if kind == "snapshots" and arg:
-        from kafka_ops.monitor.estimate import SnapshotLoadSource
-
-        return SnapshotLoadSource.from_spec(arg)
-    if (Path(spec) / ANALYSIS_SUMMARY).is_file():
-        return AnalysisOutputSource(spec)
-    raise ValidationError(
-        f"unknown load source {spec!r}: expected fields, file:PATH, analysis:DIR, snapshots:DIR "
-        f"or a balance-analysis output directory"
-    )
-
-
 def with_loads(model: ClusterModel, source: LoadSource | None,
                on_missing: MissingPolicy = "keep") -> tuple[ClusterModel, Loads | None]:
     """Convenience for a plan step: the model with the source's loads (or as is, without one)."""

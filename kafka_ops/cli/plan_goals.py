@@ -17,7 +17,8 @@ from kafka_ops import inputs
 from kafka_ops.charts import plot_broker_load
 from kafka_ops.cli.common import add_cluster_args, add_json_flag, load_cluster, parse_int_list, print_json
 from kafka_ops.errors import ValidationError
-from kafka_ops.loads import load_source_from_spec, with_loads
+from kafka_ops.load_spec import load_source_from_spec
+from kafka_ops.loads import with_loads
 from kafka_ops.model import ClusterModel
 from kafka_ops.planner import SOFT_GOALS, PlanResult
 from kafka_ops.pools import PoolSet, load_pools

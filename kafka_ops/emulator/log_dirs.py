@@ -159,7 +159,7 @@ class LogDirs:
     def describe(self, broker: int, size: dict[TopicPartition, int]
                  ) -> list[tuple[str, int, int, list[tuple[TopicPartition, int, bool]]]]:
         """Per directory: path, error code, capacity, and (partition, size, is_future)."""
-        out = []
+        out: list[tuple[str, int, int, list[tuple[TopicPartition, int, bool]]]] = []
         for d in self.dirs.get(broker, {}).values():
             if not d.online:
                 out.append((d.path, KAFKA_STORAGE_ERROR, d.capacity_bytes, []))

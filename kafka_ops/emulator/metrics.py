@@ -362,7 +362,7 @@ class BrokerMetrics:
 
         def series(name: str, lab: str, values: Iterable[float]) -> None:
             nonlocal samples
-            for ts, v in zip(stamps, values):
+            for ts, v in zip(stamps, values, strict=True):
                 out.write(f"{name}{lab} {v!r} {ts:.3f}\n")
                 samples += 1
 
@@ -385,10 +385,10 @@ class BrokerMetrics:
         out.write(f"# TYPE {LOG_SIZE} gauge\n")
         for b in self.broker_ids:
             for topic, partition, size in topo.sizes[b]:
-                t = tindex.get(topic)
-                grown = 0.0 if t is None else rate_in[(topic, partition)]
-                values = (np.maximum(size - grown * (end_int[t] - ints[:, t]), 0.0)
-                          if t is not None else np.full(len(stamps), size))
+                ti = tindex.get(topic)
+                grown = 0.0 if ti is None else rate_in[(topic, partition)]
+                values = (np.maximum(size - grown * (end_int[ti] - ints[:, ti]), 0.0)
+                          if ti is not None else np.full(len(stamps), size))
                 series(LOG_SIZE, labels(b, f',topic="{topic}",partition="{partition}"'),
                        np.floor(values).tolist())
         offline = np.array([topo.offline if b == topo.controller else 0 for b in self.broker_ids])

@@ -26,17 +26,17 @@ def estimate_loads(partitions: pa.Table, broker_topics: pa.Table, source: str = 
     """Mean estimated rates and latest size per partition over all sample times given."""
     p = partitions.to_pydict()
     led: Counter = Counter()
-    for t, leader, topic in zip(p["time"], p["leader"], p["topic"]):
+    for t, leader, topic in zip(p["time"], p["leader"], p["topic"], strict=True):
         if leader >= 0:
             led[(t, leader, topic)] += 1
     bt = broker_topics.to_pydict()
     rates = {(t, b, topic): (bi, bo) for t, b, topic, bi, bo in zip(
-        bt["time"], bt["broker"], bt["topic"], bt["bytes_in"], bt["bytes_out"])}
+        bt["time"], bt["broker"], bt["topic"], bt["bytes_in"], bt["bytes_out"], strict=True)}
     sums: dict[TopicPartition, list[float]] = defaultdict(lambda: [0.0, 0.0, 0, 0])
     latest: dict[TopicPartition, tuple] = {}
     issues: Counter = Counter()
     for t, topic, part, leader, size in zip(p["time"], p["topic"], p["partition"], p["leader"],
-                                           p["size_bytes"]):
+                                           p["size_bytes"], strict=True):
         tp = TopicPartition(topic, part)
         acc = sums[tp]
         if size is not None and (tp not in latest or t >= latest[tp][0]):

@@ -82,7 +82,8 @@ def measure(cluster: ClusterModel, threshold: float = 1.0) -> DiskBalance:
         if fractions:
             spread[b] = max(fractions) - min(fractions)
         over += [(b, d) for d in online
-                 if broker.log_dir(d).capacity_bytes and by_dir[d] > threshold * cap[d]]
+                 if (ld := broker.log_dir(d)) is not None and ld.capacity_bytes
+                 and by_dir[d] > threshold * cap[d]]
     return DiskBalance(spread, over)
 
 

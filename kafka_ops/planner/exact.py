@@ -89,7 +89,7 @@ def solve_hard_goals(run: Run, avoid: frozenset[int] = frozenset()) -> None:
         old = st.replicas[p]
         gone = [b for b in old if b not in new]
         came = sorted(b for b in new if b not in old)
-        for src, dst in zip(gone, came):
+        for src, dst in zip(gone, came, strict=True):
             st.move(p, src, dst)
 
 
@@ -144,7 +144,7 @@ class _Net:
         done = 0
         n = len(self.adj)
         while done < want:
-            dist = [None] * n
+            dist: list[int | None] = [None] * n
             via = [-1] * n
             dist[s] = 0
             queue = deque([s])
@@ -154,11 +154,13 @@ class _Net:
                 u = queue.popleft()
                 queued[u] = False
                 du = dist[u]
+                assert du is not None  # only reached nodes are queued
                 for e in self.adj[u]:
                     if self.cap[e] > 0:
                         v = self.head[e]
                         nd = du + self.cost[e]
-                        if dist[v] is None or nd < dist[v]:
+                        dv = dist[v]
+                        if dv is None or nd < dv:
                             dist[v] = nd
                             via[v] = e
                             if not queued[v]:

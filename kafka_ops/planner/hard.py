@@ -296,7 +296,7 @@ class RackAwarenessGoal(HardGoal):
                 return
         for src in srcs:
             rack = st.rack[src]
-            if make_room_and_move(run, p, src, lambda b: st.rack[b] != rack
+            if make_room_and_move(run, p, src, lambda b, rack=rack: st.rack[b] != rack
                                   and per_rack[st.rack[b]] < limit, retarget=True):
                 return
         src = srcs[0]

@@ -29,8 +29,9 @@ class GoalResult:
     def status(self) -> str:
         """satisfied, improved, unchanged or worse: "worse" whenever any measure grew.
 
-        A goal that ends within its bounds is satisfied. Otherwise a goal can end worse than it started because an earlier goal outranked it (the plan
-        trades it for a higher-priority one); the summary says so rather than "improved".
+        A goal that ends within its bounds is satisfied. Otherwise a goal can end worse than it
+        started because an earlier goal outranked it (the plan trades it for a higher-priority
+        one); the summary says so rather than "improved".
         """
         if self.worse:
             return "worse"

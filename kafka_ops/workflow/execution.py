@@ -28,6 +28,7 @@ from kafka_ops.executor import (
     StateStore,
 )
 from kafka_ops.executor.executor import ProgressCallback
+from kafka_ops.executor.log_dirs import announce_new_replica_dirs, log_dir_moves
 from kafka_ops.executor.strategies import STRATEGIES
 from kafka_ops.executor.tasks import TaskState
 from kafka_ops.model import TopicPartition
@@ -157,6 +158,8 @@ def start_execution(
     """
     plan = plan if isinstance(plan, ReassignmentPlan) else ReassignmentPlan.from_dict(plan)
     plan.validate()
+    if log_dir_moves(plan):
+        _check_log_dirs(backend, plan)
     if base is not None and not isinstance(base, ReassignmentPlan):
         base = ReassignmentPlan.from_dict(base)
     if request is None:
@@ -173,6 +176,24 @@ def start_execution(
     with store.lock():
         executor.start()
     return _status(executor, store)
+
+
+def _check_log_dirs(backend: ClusterBackend, plan: ReassignmentPlan) -> None:
+    """The stateful executor does not record log-dir moves yet, so a plan moving a replica
+    between directories of its broker is refused whole (running only its replica part would
+    report "completed" with the directory moves never made). Directories named for replicas
+    the plan adds are announced first, as Kafka's tool does, so the broker creates them there."""
+    now = backend.describe_partitions(plan.partitions)
+    moves = log_dir_moves(plan)
+    staying = sorted(f"{tp} on broker {b}" for tp, b in moves
+                     if tp in now.partitions and b in now.partitions[tp].replicas)
+    if staying:
+        raise ValidationError(
+            f"this plan moves {len(staying)} replica(s) between log directories (e.g. "
+            f"{staying[0]}); the workflow does not execute directory moves yet: run it with "
+            "'kafka-ops execute'")
+    if hasattr(backend, "alter_replica_log_dirs"):
+        announce_new_replica_dirs(backend, plan)
 
 
 def step_execution(

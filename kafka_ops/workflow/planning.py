@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_ops.errors import ValidationError
-from kafka_ops.loads import LoadSource, load_source_from_spec, with_loads
+from kafka_ops.load_spec import load_source_from_spec
+from kafka_ops.loads import LoadSource, with_loads
 from kafka_ops.model import ClusterModel
 from kafka_ops.plan import ReassignmentPlan
 from kafka_ops.planner import (

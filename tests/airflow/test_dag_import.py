@@ -8,6 +8,7 @@ them in ``execute``); parse time measured and printed; the task graph is the run
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -64,7 +65,7 @@ def test_dags_import_without_errors_or_heavy_work(tmp_path: Path) -> None:
     rebalance = result["dags"]["kafka_rebalance"]["tasks"]
     runbook = ["snapshot", "analyse", "needs_rebalance", "plan", "predict", "approve", "execute", "verify",
                "elect_leaders", "clear_throttles", "report"]
-    for upstream, downstream in zip(runbook, runbook[1:]):
+    for upstream, downstream in itertools.pairwise(runbook):
         assert downstream in rebalance[upstream], f"{upstream} -> {downstream} missing"
     for step in ("execute", "verify", "elect_leaders", "clear_throttles"):
         assert "make_safe" in rebalance[step]

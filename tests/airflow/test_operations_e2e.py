@@ -3,7 +3,8 @@
 The pool migration moves topics into their pool; a broker killed mid-execution pauses the run
 safely (no throttle left, nothing below its replica count, the report says how to resume) and
 clearing `execute` once the broker is back finishes the job; the process running `execute`
-SIGKILLed: the retry resumes and no reassignment is started (no replica fetched) twice. Expected outcomes are read from the
+SIGKILLed: the retry resumes and no reassignment is started (no replica fetched) twice.
+Expected outcomes are read from the
 emulator's own record.
 """
 
@@ -15,7 +16,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from e2e_helpers import FAST, OPS, REMOVE, throttles_left
 
 from kafka_ops.testing.airflow import wait_for

@@ -11,12 +11,12 @@ import math
 
 import pytest
 
-from kafka_ops.emulator.predict import Prediction, predict
 from kafka_ops.errors import ValidationError
 from kafka_ops.executor import ExecutionLimits, ExecutionOptions
 from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition
 from kafka_ops.model import TopicPartition as TP
 from kafka_ops.plan import ReassignmentPlan
+from kafka_ops.predict import Prediction, predict
 
 MB = 1_000_000
 CAP = BrokerCapacity(10**13, 1000 * MB, 1000 * MB)

@@ -1,6 +1,6 @@
 """Predicted against actual duration, for three plan shapes, on the emulator as a cluster.
 
-Predicted: kafka_ops.emulator.predict (the Executor on the emulator core, manual clock, no
+Predicted: kafka_ops.predict (the Executor on the emulator core, manual clock, no
 I/O). Actual: the same plan run by the Executor through the ZooKeeper backend against the
 emulator served on a real ZooKeeper, in emulated time played ``speed`` times faster than real
 (the cluster ticks on its own thread; the executor polls in real time). What differs between
@@ -22,12 +22,12 @@ from pathlib import Path
 import pytest
 
 from kafka_ops.backends.zookeeper import ZooKeeperBackend
-from kafka_ops.emulator.predict import predict
 from kafka_ops.emulator.runtime import Emulator
 from kafka_ops.executor import ExecutionLimits, ExecutionOptions, Executor
 from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition
 from kafka_ops.model import TopicPartition as TP
 from kafka_ops.plan import ReassignmentPlan
+from kafka_ops.predict import predict
 
 MB = 1_000_000
 GB = 1_000_000_000

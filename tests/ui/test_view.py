@@ -10,17 +10,17 @@ import re
 
 import pytest
 from fastapi.testclient import TestClient
+from kafka_ops_provider.ui.app import URL_PREFIX, create_app
+from kafka_ops_provider.ui.files import write_run_files
+from kafka_ops_provider.ui.operators import execution_options
 
 from kafka_ops.emulator.clock import ManualClock
-from kafka_ops.emulator.predict import predict
 from kafka_ops.executor import Executor, StateStore
 from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition
 from kafka_ops.model import TopicPartition as TP
 from kafka_ops.plan import ReassignmentPlan
+from kafka_ops.predict import predict
 from kafka_ops.testing.inprocess import InProcessBackend
-from kafka_ops_provider.ui.app import URL_PREFIX, create_app
-from kafka_ops_provider.ui.files import write_run_files
-from kafka_ops_provider.ui.operators import execution_options
 
 MB = 1_000_000
 DAG, KEY = "kafka_rebalance", "manual__2026-11-22T03_00_00"
@@ -49,7 +49,8 @@ def artifacts(tmp_path):
     planned = {"digest": {"content_hash": "sha256:abc123", "replica_moves": len(plan), "partitions": len(plan),
                           "bytes_to_move": sum(model.partitions[tp].size_bytes for tp in plan.replicas),
                           "throttle_bytes_per_sec": PARAMS["throttle"],
-                          "goals": [{"name": "replica distribution", "status": "improved", "before": {"max/avg": 1.4}, "after": {"max/avg": 1.1}}],
+                          "goals": [{"name": "replica distribution", "status": "improved",
+                                     "before": {"max/avg": 1.4}, "after": {"max/avg": 1.1}}],
                           "risks": ["leaders move off broker 1"]},
                "mode": "rebalance", "cluster": "emulated", "run_id": KEY}
     write_run_files(tmp_path / DAG / KEY, planned, model, plan, pred.to_dict())

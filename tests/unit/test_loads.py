@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 
 from kafka_ops.errors import ValidationError
+from kafka_ops.load_spec import load_source_from_spec
 from kafka_ops.loads import (
     AnalysisOutputSource,
     BrokerLoad,
@@ -21,7 +22,6 @@ from kafka_ops.loads import (
     PartitionLoad,
     broker_loads,
     lay_loads,
-    load_source_from_spec,
     with_loads,
 )
 from kafka_ops.model import Broker, ClusterModel, Partition, TopicPartition

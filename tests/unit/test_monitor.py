@@ -133,7 +133,7 @@ def test_python_estimator_from_snapshots(tmp_path: Path) -> None:
     tables = _build_tables(model, [600], {}, rates, sizes, {}, issues)
     from kafka_ops.monitor.schema import write_table
 
-    for name, table in zip(("partitions", "broker_topics", "brokers"), tables):
+    for name, table in zip(("partitions", "broker_topics", "brokers"), tables, strict=True):
         write_table(ds, name, "c", table)
     source = SnapshotLoadSource.from_spec(f"{ds}@c@0..1000")
     loads = source.read(model)

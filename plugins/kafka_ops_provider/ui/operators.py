@@ -3,7 +3,7 @@
 It reads the live cluster once (the same connection the plan used), lays the analysis' measured
 loads over it when the run has one (sizes and produce traffic from the metrics, not guesses),
 simulates the plan with the run's throttle and concurrency on the emulator's replication model
-(kafka_ops.emulator.predict), and writes the view's files next to the plan. A failed simulation
+(kafka_ops.predict), and writes the view's files next to the plan. A failed simulation
 never blocks the gate: the approval is still asked, and the view says there is no prediction.
 """
 
@@ -42,7 +42,7 @@ class PredictTimelineOperator(KafkaOpsOperator):
         self.analysis_task_id = analysis_task_id
 
     def execute(self, context: Any) -> Any:
-        from kafka_ops.emulator.predict import predict
+        from kafka_ops.predict import predict
         from kafka_ops.plan import ReassignmentPlan
         from kafka_ops.snapshot import load_snapshot
 

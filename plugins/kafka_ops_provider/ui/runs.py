@@ -6,7 +6,7 @@ Every gated run leaves, under ``<artifacts>/<dag_id>/<run key>/`` (see hooks/sta
   where the plan, rollback and chart files are), copied there by the ``predict`` task;
 - ``diff.json``: one row per partition the plan touches ``[topic, partition, before, after,
   size_bytes, leader_before, leader_after]`` (the full diff, from the plan and the snapshot);
-- ``prediction.json``: the predicted timeline (kafka_ops.emulator.predict.Prediction);
+- ``prediction.json``: the predicted timeline (kafka_ops.predict.Prediction);
 - the execution state in the state store (``execution.json`` under ``<state>/<dag>/<run key>``),
   which the executor rewrites on every step: live progress comes from there.
 

@@ -8,8 +8,10 @@ partition sizes, measured produce traffic) in-process, on a manual clock that ju
 poll. What comes out is what on-call wants to see at the approval step: the expected duration,
 moves done / in flight / pending over time, and the peak replication traffic per broker.
 
-The library never imports this module (``kafka_ops`` must not depend on its emulator); the
-Airflow plugin and the benchmarks do. Run time: proportional to polls x moves in flight, not to
+It sits beside the library, not in it: it is the one module that joins the emulator and the
+executor, so neither the library (which never imports the emulator) nor the emulator (which
+uses only the model and Kafka's rules) depends on the other through it. The Airflow plugin and
+the benchmarks call it. Run time: proportional to polls x moves in flight, not to
 cluster size (each poll reads only the partitions in flight).
 """
 
