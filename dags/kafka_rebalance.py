@@ -29,6 +29,7 @@ from airflow.sdk import DAG, Param
 
 from kafka_ops_provider.operators.planning import (
     ANALYSIS_JOB,
+    DRIVER_BIND_ADDRESS,
     SPARK_CONF,
     BalanceCheckOperator,
     PlanReassignmentOperator,
@@ -80,7 +81,7 @@ with DAG(
             "--output", "{{ ti.xcom_pull(task_ids='snapshot')['analysis'] }}",
         ],
         conf=SPARK_CONF,
-        env_vars={"SPARK_LOCAL_IP": "127.0.0.1"},
+        env_vars={"SPARK_LOCAL_IP": DRIVER_BIND_ADDRESS},
         name="kafka-ops-balance-analysis",
     )
     check = BalanceCheckOperator(task_id="needs_rebalance")

@@ -515,17 +515,13 @@ def test_dags_use_only_provisioned_connections_and_variables(rendered: dict,
     assert _referenced([VARIABLE_PATTERN]) - variables - OPTIONAL_VARIABLES == set()
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "known gap (reported to the lead): the airflow branch's SPARK_CONF pins spark.driver.host "
-    "and bindAddress (and the DAG SPARK_LOCAL_IP) to 127.0.0.1, right for local[*], but on "
-    "spark://spark-master the executors on spark-worker cannot reach a driver on loopback"))
 def test_the_spark_driver_is_reachable_from_the_worker(rendered: dict) -> None:
     """In the stack the driver runs in airflow-scheduler (LocalExecutor, client mode) and the
-    executors on spark-worker connect back to it: it must not advertise a loopback address."""
+    executors on spark-worker connect back to it: it must not advertise a loopback address.
+    The provider pins nothing: the address comes from `[kafka_ops] spark_driver_host`."""
     planning = ROOT / "plugins" / "kafka_ops_provider" / "operators" / "planning.py"
-    if not planning.exists():
-        pytest.skip("the Airflow provider (airflow branch) is not merged here")
-    conns = connections(services(rendered["zookeeper"])["airflow-scheduler"])
+    scheduler = services(rendered["zookeeper"])["airflow-scheduler"]
+    conns = connections(scheduler)
     assert conns["spark_default"]["host"].startswith("spark://")
     loopback = ("127.0.0.1", "localhost")
     texts = [planning.read_text(), *(p.read_text() for p in (ROOT / "dags").glob("*.py"))]
@@ -533,6 +529,10 @@ def test_the_spark_driver_is_reachable_from_the_worker(rendered: dict) -> None:
         r"""["'](spark\.driver\.host|spark\.driver\.bindAddress|SPARK_LOCAL_IP)["']\s*:\s*["']([^"']+)""",
         t) if m[1] in loopback]
     assert not pinned, f"pinned to loopback whatever the master: {pinned}"
+    env = scheduler["environment"]
+    assert env["AIRFLOW__KAFKA_OPS__SPARK_DRIVER_HOST"] == scheduler["hostname"]
+    assert env["AIRFLOW__KAFKA_OPS__SPARK_DRIVER_BIND_ADDRESS"] not in loopback
+    assert 'conf.get("kafka_ops", "spark_driver_host"' in planning.read_text()
 
 
 def test_the_guides_local_spark_override_validates(tmp_path: Path) -> None:

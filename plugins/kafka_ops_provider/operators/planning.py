@@ -13,19 +13,26 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from airflow.providers.standard.operators.python import ShortCircuitOperator
+from airflow.configuration import conf
 from airflow.sdk import Variable
 
 from kafka_ops_provider.hooks.prometheus import PrometheusHook
 from kafka_ops_provider.hooks.state import artifacts_dir
 from kafka_ops_provider.operators.base import KafkaOpsOperator
 
+LOOPBACK = "127.0.0.1"
 REPO = Path(__file__).resolve().parents[3]
 ANALYSIS_JOB = str(REPO / "spark_jobs" / "balance_analysis.py")
-#: Loopback-only, no UI, small shuffles: what the embedded default and CI need; a cluster
-#: connection (`spark://...`) may override them in its extra.
+#: Where the Spark driver (the task running spark-submit, client mode) listens and what it
+#: advertises to executors: loopback by default (the embedded default and CI run local[*]);
+#: with a `spark://` master set `[kafka_ops] spark_driver_host` to the worker host's name
+#: (and `spark_driver_bind_address`, e.g. 0.0.0.0) so the executors can connect back.
+DRIVER_HOST = conf.get("kafka_ops", "spark_driver_host", fallback=LOOPBACK)
+DRIVER_BIND_ADDRESS = conf.get("kafka_ops", "spark_driver_bind_address", fallback=DRIVER_HOST)
+#: No UI, small shuffles, a quick JVM start; a connection's extra may override them.
 SPARK_CONF = {
-    "spark.driver.host": "127.0.0.1",
-    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": DRIVER_HOST,
+    "spark.driver.bindAddress": DRIVER_BIND_ADDRESS,
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "8",
     "spark.driver.memory": "1g",
