@@ -220,6 +220,8 @@ class BalanceGoal:
         brokers = run.group_brokers(g)
         on = run.replicas_on()
         mean = sum(load[b] for b in brokers) / len(brokers)
+        lead_range = _topic_leader_ranges(st, g, len(brokers))
+        nb, topic, tl = st.nb, st.topic, st.topic_leaders
         stuck: set[int] = set()
         while (worst := self._worst(run, g, stuck)) is not None:
             w, above = worst
@@ -237,11 +239,18 @@ class BalanceGoal:
                     # The transfer must narrow the gap between the two brokers.
                     if not 0 < x < load[old_leader] - load[new_leader]:
                         continue
-                    key = (abs(x - delta), load[f] if above else -load[f], p)
+                    # Topic-aware tie-break: among equal transfers, the one that evens out the
+                    # topic's leaders (the new leader has too few of them, the old too many).
+                    t = topic[p]
+                    t_lo, t_hi = lead_range[t]
+                    on_new, on_old = tl.get(t * nb + new_leader, 0), tl.get(t * nb + old_leader, 0)
+                    crowding = ((on_new + 1 > t_hi) + (on_old - 1 < t_lo)
+                                - (on_new < t_lo) - (on_old > t_hi))
+                    key = (abs(x - delta), crowding, load[f] if above else -load[f], p)
                     if best_key is None or key < best_key:
                         if run.can_lead(p, new_leader):
                             best, best_key = (p, new_leader), key
-                if self.integer and best is not None and (
+                if self.integer and best is not None and best_key[1] <= 0 and (
                         load[best[1]] < lo if above else load[st.replicas[best[0]][0]] > hi):
                     break  # a transfer between a broker above and one below: none is better
             if best is None:
@@ -372,11 +381,17 @@ class ReplicaCountGoal(BalanceGoal):
                 racks = sorted((r for r, h in dsts.items() if h),
                                key=lambda r: (r != st.rack[s], dsts[r][0], r))
                 for r in racks:
+                    # Of the rack's two emptiest takers, the first offered a replica that keeps
+                    # every topic even wins; else the one whose best replica crowds a topic
+                    # least (topic-aware tie-break: both are equally good for the count).
                     heap = dsts[r]
-                    tried = [heapq.heappop(heap) for _ in range(min(2, len(heap)))]
-                    for _, d in tried:
-                        chosen = self._choose(run, cands[s], s, d, mean, topic_range)
-                        if chosen:
+                    tried = []
+                    for _ in range(min(2, len(heap))):
+                        tried.append(heapq.heappop(heap))
+                        c = self._choose(run, cands[s], s, tried[-1][1], mean, topic_range)
+                        if c and (chosen is None or c[3] < chosen[3]):
+                            chosen = c
+                        if chosen and chosen[3] <= 0:
                             break
                     for item in tried:
                         if chosen is None or item[1] != chosen[1]:
@@ -395,7 +410,7 @@ class ReplicaCountGoal(BalanceGoal):
                             break
                 if chosen is None:
                     continue  # nothing on s can go anywhere: give up on s
-                i, d, p = chosen
+                i, d, p, _ = chosen
                 if not run.room_for_move(st.size[p]):
                     return
                 st.move(p, s, d)
@@ -407,8 +422,8 @@ class ReplicaCountGoal(BalanceGoal):
 
     def _choose(self, run: Run, lst: list[tuple[float, int]], s: int, d: int, mean: _Means,
                 topic_range: dict[int, tuple[int, int]],
-                exhaustive: bool = False) -> tuple[int, int, int] | None:
-        """(index in lst, d, partition) of the best replica to move from s to d, if any.
+                exhaustive: bool = False) -> tuple[int, int, int, int] | None:
+        """(index in lst, d, partition, topic crowding) of the best replica to move from s to d.
 
         Looks at the sizes nearest the ideal one; ``exhaustive`` looks at every replica.
         """
@@ -461,7 +476,17 @@ class ReplicaCountGoal(BalanceGoal):
             best, best_key = p, key
         if best is None:
             return None
-        return bisect_left(lst, (st.size[best], best)), d, best
+        return bisect_left(lst, (st.size[best], best)), d, best, best_key[0]
+
+
+def _topic_leader_ranges(st: WorkingState, g: int, n: int) -> dict[int, tuple[int, int]]:
+    """Leaders per broker of each topic of group g if spread evenly: (floor, ceil)."""
+    totals: dict[int, int] = {}
+    for p in range(st.np):
+        t = st.topic[p]
+        if st.group_of_topic[t] == g:
+            totals[t] = totals.get(t, 0) + 1
+    return {t: (c // n, -(-c // n)) for t, c in totals.items()}
 
 
 class _Means(NamedTuple):
