@@ -129,6 +129,9 @@ def login(driver, stack) -> None:
         c["name"] == "_token" for c in driver.get_cookies()), 60, "the login to complete")
 
 
+@pytest.mark.xfail(run=False, reason=(
+    "issue 14, open: passed twice for its author, but it needs a rebalance to finish executing "
+    "in Airflow, which is not yet reliable on this machine (issue 13)"))
 def test_on_call_approves_in_the_browser_and_watches_it_finish(airflow_stack, cluster, browser,
                                                                 webhook):
     stack, driver = airflow_stack, browser

@@ -300,12 +300,11 @@ def test_plan_validate_with_pools_rejects_replicas_outside_the_pool(
 
 
 def test_demo_script_writes_plan_and_rollback(tmp_path: Path) -> None:
-    """The command-line walk-through (scripts/demo_cli.sh, without its setup step) runs end to
-    end. (The README's main job, scripts/demo.sh, runs it in Airflow: tests/airflow.)"""
+    """The README's first command (without its setup step) runs end to end."""
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "KAFKA_OPS_ARTIFACTS": str(tmp_path)}
     proc = subprocess.run(
-        ["bash", str(root / "scripts" / "demo_cli.sh"), "--no-setup"],
+        ["bash", str(root / "scripts" / "demo.sh"), "--no-setup"],
         capture_output=True,
         text=True,
         timeout=280,  # a hang guard only: a loaded 2-core machine needs well over a minute
