@@ -25,7 +25,6 @@ from kafka_ops.backends.base import ClusterBackend
 from kafka_ops.cli.common import add_backend_args, add_json_flag, connect_backend, print_json
 from kafka_ops.errors import ValidationError
 from kafka_ops.executor import ExecutionProgress, ExecutionReport, ExecutionState, Executor, StateStore
-from kafka_ops.executor.log_dirs import LogDirMover, announce_new_replica_dirs, log_dir_moves
 from kafka_ops.executor.strategies import STRATEGIES
 from kafka_ops.plan import ReassignmentPlan
 from kafka_ops.workflow import (
@@ -131,6 +130,7 @@ def execution_request(args: argparse.Namespace) -> ExecutionRequest:
     try:
         return ExecutionRequest(
             throttle=args.throttle,
+            log_dirs_throttle=args.replica_alter_log_dirs_throttle,
             max_incoming=args.max_incoming,
             max_outgoing=args.max_outgoing,
             max_in_flight=args.max_in_flight,
@@ -157,28 +157,14 @@ def cmd_execute(args: argparse.Namespace) -> int:
               "cluster as it is now", file=sys.stderr)
     bar = None if args.no_progress or args.json else ProgressBar()
     backend = _connect(args)
-    dirs = None
-    try:
-        if plan.log_dirs:
-            announce_new_replica_dirs(backend, plan)
+    try:  # log_dirs: after the reassignment, in the same recorded execution (Kafka's order)
         report = run_execution(backend, plan, args.state_dir, request, base=base,
                                on_progress=bar.update if bar else None, on_executor=_cancel_on_signals)
-        if plan.log_dirs and report.status == "completed":  # Kafka's order: then log dirs
-            dirs = LogDirMover(backend, log_dir_moves(plan),
-                               throttle_bytes_per_sec=args.replica_alter_log_dirs_throttle,
-                               poll_interval=request.poll_interval).run()
     finally:
         if bar:
             bar.close()
         backend.close()
     _print_report(report, args.json)
-    if dirs is not None:
-        print(f"log-dir moves: {len(dirs.moved)} moved, {len(dirs.already)} already in place, "
-              f"{len(dirs.failed)} failed" + "".join(
-                  f"\n  {tp} on broker {b}: {e}" for (tp, b), e in sorted(dirs.failed.items())),
-              file=sys.stderr if args.json else sys.stdout)
-        if not dirs.ok:
-            return 1
     return EXIT_CODES.get(report.status, 1)
 
 
@@ -273,6 +259,14 @@ def _print_report(report: ExecutionReport, as_json: bool) -> None:
               f"{len(report.leaders.misplaced)} not led by their preferred replica")
         for tp, (want, lead) in list(report.leaders.misplaced.items())[:10]:
             print(f"  {tp}: leader {lead}, preferred {want}")
+    if report.log_dirs is not None:
+        counts = report.log_dirs["counts"]
+        moved = counts["completed"] - report.log_dirs["already"]
+        print(f"log-dir moves: {moved} moved, {report.log_dirs['already']} already in place, "
+              f"{counts['failed']} failed, {counts['cancelled']} cancelled, {counts['pending']} not started")
+        for m in report.log_dirs["moves"]:
+            if m["state"] in ("failed", "cancelled"):
+                print(f"  {m['topic']}-{m['partition']} on broker {m['broker']}: {m['error']}")
     if report.rollback_path is not None:
         print(f"rollback plan for the {len(report.rollback)} partitions that moved: {report.rollback_path}")
 

@@ -35,6 +35,7 @@ from kafka_ops.errors import (
     ReassignmentInProgressError,
     ValidationError,
 )
+from kafka_ops.executor import log_dirs as dirs
 from kafka_ops.executor import state as st
 from kafka_ops.executor.leaders import LeaderReport, elect_preferred_leaders
 from kafka_ops.executor.options import ExecutionOptions, options_from_dict
@@ -70,9 +71,6 @@ from kafka_ops.throttle import (
 log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[ExecutionProgress], None]
-
-
-
 
 
 class Executor:
@@ -204,6 +202,9 @@ class Executor:
         state = new_execution(self.plan, self.base, self.options, cluster, self.clock())
         if any(not t.done for t in state.tasks):
             check_can_start(cluster, self.backend.list_reassignments(), state.tasks, self.options)
+        if self.plan.log_dirs:  # Kafka's order: name new replicas' directories first
+            dirs.prepare_dir_moves(self.backend, self.plan, cluster)
+            state.dir_moves = dirs.dir_moves_of(self.plan)
         for s in state.skipped:
             log.warning("skipping %s: %s", s.tp, s.reason)
         return state
@@ -275,7 +276,25 @@ class Executor:
         if self._dirty:
             self._save(state)
         self._report(state, cluster, now, in_flight)
-        return not in_flight and (state.status != st.RUNNING or not _pending(state))
+        inter_broker_done = not in_flight and (state.status != st.RUNNING or not _pending(state))
+        if inter_broker_done and any(not m.final for m in state.dir_moves):
+            return self._dir_step(state, now)
+        return inter_broker_done
+
+    def _dir_step(self, state: st.ExecutionState, now: float) -> bool:
+        """The log-dir phase, once no inter-broker move is left (Kafka's order). True when over."""
+        if state.status == st.RUNNING:
+            reassigned = {t.tp for t in state.tasks if t.state is TaskState.COMPLETED}
+            done = dirs.advance_dir_moves(self.backend, state.dir_moves, state.dir_throttled, reassigned,
+                                          throttle=self.options.log_dirs_throttle, now=now,
+                                          retry_grace=self.options.missing_grace, save=lambda: self._save(state))
+            self._save(state)
+            return done
+        # cancelled: drop the future replicas; paused: drop them too, the next run sends again
+        dirs.stop_dir_moves(self.backend, state.dir_moves, now,
+                            then=dirs.CANCELLED if state.status == st.CANCELLING else dirs.PENDING)
+        self._save(state)
+        return True
 
     def _observe(
         self,
@@ -495,11 +514,18 @@ class Executor:
             state.status = st.COMPLETED if not dead else st.FAILED
             if dead:
                 state.message = f"{dead} moves failed; " + state.message
+            failed_dirs = sum(m.state == dirs.FAILED for m in state.dir_moves)
+            if failed_dirs:
+                state.status = st.FAILED
+                first = next(m for m in state.dir_moves if m.state == dirs.FAILED)
+                state.message = (f"{failed_dirs} log-dir moves failed (e.g. {first.tp} on broker "
+                                 f"{first.broker}: {first.error}); " + state.message)
         elif state.status == st.CANCELLING:
             state.status = st.CANCELLED
             state.message = "cancelled: moves in flight were reverted; completed moves stay"
         if self.store is not None:
             self.store.clear_cancel_request()
+        self._clear_dir_throttle(state)
         state.throttles = rt.applied
         if rt.applied.brokers:
             state.message += (
@@ -530,6 +556,9 @@ class Executor:
                 self.backend.alter_reassignments({tp: None for tp in in_flight})
             nothing = ThrottleConfig({}, {})
             self._apply_throttles(rt, calculate_throttle_changes(rt.applied, nothing), nothing)
+            if state.dir_moves:
+                dirs.stop_dir_moves(self.backend, state.dir_moves, self.clock(), then=dirs.CANCELLED)
+                self._clear_dir_throttle(state)
         except KafkaOpsError as cleanup_error:
             state.message = f"failed: {error}; cleanup failed too: {cleanup_error}"
             rt.in_step = True  # the next process reconciles with the cluster first
@@ -565,6 +594,14 @@ class Executor:
         if self.store is not None and len(report.rollback):
             report.rollback_path = self.store.write_rollback(report.rollback)
         return report
+
+    def _clear_dir_throttle(self, state: st.ExecutionState) -> None:
+        if not state.dir_throttled:
+            return
+        dirs.clear_dir_throttle(self.backend, state.dir_throttled)
+        if state.dir_throttled:
+            state.message += (f" The log-dir throttle on broker(s) {ids(sorted(state.dir_throttled))} "
+                              "could not be removed: run 'kafka-ops verify' once they are back.")
 
     # -- helpers ------------------------------------------------------------------------------
     def _save(self, state: st.ExecutionState) -> None:

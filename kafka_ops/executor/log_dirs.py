@@ -1,30 +1,32 @@
-"""Moves between log directories of a broker (AlterReplicaLogDirs), and mixed plans in Kafka's
-order: ReassignPartitionsCommand submits the inter-broker reassignment, then the log-dir moves,
-retrying those whose replica the broker does not host yet.
+"""Moves between log directories of a broker (AlterReplicaLogDirs) inside a stateful execution,
+in Kafka's order for mixed plans.
 
-A log-dir move is done when the broker lists no future replica for the partition and its
-current replica is in the target directory (DescribeLogDirs). The copy is throttled per broker
-by ``replica.alter.log.dirs.io.max.bytes.per.second`` (set for the brokers involved, deleted at
-the end, also after a failure or a cancel, so no throttle is left behind).
+Kafka's reassign tool names the directory of every replica the reassignment will create first
+(the broker remembers it and creates the replica there, answering NOT_LEADER_OR_FOLLOWER or
+REPLICA_NOT_AVAILABLE meanwhile), runs the inter-broker reassignment, then sends
+AlterReplicaLogDirs for every replica of the plan's ``log_dirs``, retrying those whose replica
+the broker does not host yet. The executor does the same: ``prepare_dir_moves`` at the start,
+the inter-broker tasks, then ``advance_dir_moves`` once per step until every move is final.
 
-Resumable without a state file: the cluster itself holds the progress (future replicas keep
-copying if this process dies). Running the same plan again skips replicas already in their
-target directory and resubmits the rest (a request naming the directory a future replica
-already copies into is a no-op for Kafka). Cancelling moves each in-flight replica "back" to
-its current directory, which is how Kafka drops a future replica.
+Every move is recorded in the execution state (``DirMove``): pending -> moving -> completed,
+or cancelled / failed. A move is done when the broker lists no future replica for the
+partition and its current replica is in the target directory (DescribeLogDirs). The copy is
+throttled per broker by ``replica.alter.log.dirs.io.max.bytes.per.second``: the brokers are
+recorded in the state *before* it is set, and it is deleted when the run ends (completed,
+cancelled, paused or failed), so no throttle is left behind. Future replicas keep copying if
+the process dies; a resumed run reads where they are. Cancelling asks for each moving replica
+to go "back" to its current directory, which is how Kafka drops a future replica.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kafka_ops.backends.base import ConfigResource
-from kafka_ops.errors import BackendError, KafkaOpsError, ValidationError
+from kafka_ops.errors import KafkaOpsError, ValidationError
 from kafka_ops.model import ClusterModel, TopicPartition
 from kafka_ops.plan import ANY_LOG_DIR, ReassignmentPlan
 from kafka_ops.throttle import LOG_DIRS_RATE
@@ -33,21 +35,47 @@ log = logging.getLogger(__name__)
 
 Replica = tuple[TopicPartition, int]
 #: The broker does not host the replica yet (an inter-broker move is still creating it).
-_RETRY = {"NOT_LEADER_OR_FOLLOWER", "NotLeaderOrFollowerError", "REPLICA_NOT_AVAILABLE",
-          "ReplicaNotAvailableError"}
+RETRY = {"NOT_LEADER_OR_FOLLOWER", "NotLeaderOrFollowerError", "REPLICA_NOT_AVAILABLE",
+         "ReplicaNotAvailableError"}
+
+PENDING, MOVING, COMPLETED, CANCELLED, FAILED = "pending", "moving", "completed", "cancelled", "failed"
+DIR_STATES = (PENDING, MOVING, COMPLETED, CANCELLED, FAILED)
 
 
 @dataclass
-class LogDirReport:
-    moved: list[Replica] = field(default_factory=list)
-    already: list[Replica] = field(default_factory=list)
-    cancelled: list[Replica] = field(default_factory=list)
-    failed: dict[Replica, str] = field(default_factory=dict)
-    seconds: float = 0.0
+class DirMove:
+    """One replica to move into ``target`` on its broker. ``source``: the directory it was in
+    when first seen (None while the broker does not host it); ``sent`` once accepted."""
+
+    tp: TopicPartition
+    broker: int
+    target: str
+    state: str = PENDING
+    source: str | None = None
+    error: str | None = None
+    first_try: float | None = None
+    finished_at: float | None = None
 
     @property
-    def ok(self) -> bool:
-        return not self.failed and not self.cancelled
+    def key(self) -> Replica:
+        return self.tp, self.broker
+
+    @property
+    def final(self) -> bool:
+        return self.state in (COMPLETED, CANCELLED, FAILED)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"topic": self.tp.topic, "partition": self.tp.partition, "broker": self.broker,
+                "target": self.target, "state": self.state, "source": self.source,
+                "error": self.error, "first_try": self.first_try, "finished_at": self.finished_at}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DirMove:
+        if d["state"] not in DIR_STATES:
+            raise ValidationError(f"unknown log-dir move state {d['state']!r}")
+        return cls(TopicPartition(d["topic"], d["partition"]), int(d["broker"]), d["target"],
+                   d["state"], d.get("source"), d.get("error"), d.get("first_try"),
+                   d.get("finished_at"))
 
 
 def log_dir_moves(plan: ReassignmentPlan) -> dict[Replica, str]:
@@ -60,138 +88,196 @@ def log_dir_moves(plan: ReassignmentPlan) -> dict[Replica, str]:
     return moves
 
 
-def inter_broker_part(plan: ReassignmentPlan, cluster: ClusterModel) -> ReassignmentPlan:
-    """The partitions whose replica list the plan changes (log_dirs left out)."""
-    return ReassignmentPlan({tp: r for tp, r in plan.replicas.items()
-                             if tp not in cluster.partitions
-                             or cluster.partitions[tp].target_replicas != r})
+def dir_moves_of(plan: ReassignmentPlan) -> list[DirMove]:
+    return [DirMove(tp, b, d) for (tp, b), d in sorted(log_dir_moves(plan).items())]
 
 
-class LogDirMover:
-    """Submits, throttles and verifies the log-dir moves of a plan on one backend."""
+def check_log_dir_paths(plan: ReassignmentPlan) -> None:
+    """Kafka's rules for ``log_dirs`` beyond the JSON shape: each entry is "any" or an absolute
+    path (a broker resolves a relative one against its working directory, never a log dir)."""
+    for (tp, b), d in sorted(log_dir_moves(plan).items()):
+        if not d.startswith("/"):
+            raise ValidationError(f"log_dirs of {tp}: {d!r} for broker {b} is neither \"any\" nor "
+                                  "an absolute path")
 
-    def __init__(self, backend: Any, moves: Mapping[Replica, str], *,
-                 throttle_bytes_per_sec: int | None = None, timeout_s: float = 3600.0,
-                 poll_interval: float = 1.0, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep,
-                 on_progress: Callable[[int, int], None] | None = None) -> None:
-        if throttle_bytes_per_sec is not None and throttle_bytes_per_sec <= 0:
-            raise ValidationError(f"log-dir throttle must be positive, got {throttle_bytes_per_sec}")
-        self.backend = backend
-        self.moves = dict(moves)
-        self.throttle = throttle_bytes_per_sec
-        self.timeout_s = timeout_s
-        self.poll_interval = poll_interval
-        self.clock = clock
-        self.sleep = sleep
-        self.on_progress = on_progress
-        self._cancel = threading.Event()
 
-    def request_cancel(self) -> None:
-        self._cancel.set()
+def prepare_dir_moves(backend: Any, plan: ReassignmentPlan, cluster: ClusterModel) -> None:
+    """Before anything is sent: refuse a plan whose directories a broker does not have (or has
+    offline), then name the directory of each replica the reassignment will create, as Kafka's
+    tool does, so the broker creates it there instead of copying it afterwards."""
+    moves = log_dir_moves(plan)
+    if not moves:
+        return
+    check_log_dir_paths(plan)
+    if not hasattr(backend, "alter_replica_log_dirs"):
+        raise ValidationError(f"this plan moves replicas between log directories (e.g. "
+                              f"{_name(next(iter(moves)))}) and {type(backend).__name__} cannot")
+    brokers = sorted({b for _, b in moves if b in cluster.brokers and cluster.brokers[b].alive})
+    described = backend.describe_log_dirs(brokers) if brokers else {}
+    for (tp, b), target in sorted(moves.items()):
+        known = described.get(b)
+        if known is None:
+            continue  # a dead broker: the executor refuses or pauses on it like any move
+        d = next((x for x in known.dirs if x.path == target), None)
+        if d is None:
+            raise ValidationError(f"broker {b} has no log directory {target!r} (for {tp}); its "
+                                  f"directories: {', '.join(x.path for x in known.dirs)}")
+        if not d.online:
+            raise ValidationError(f"log directory {target!r} of broker {b} is offline (for {tp})")
+    new = {(tp, b): d for (tp, b), d in moves.items()
+           if tp in cluster.partitions and b not in cluster.partitions[tp].replicas}
+    if new:
+        backend.alter_replica_log_dirs(new)
 
-    def run(self) -> LogDirReport:
-        report = LogDirReport()
-        start = self.clock()
-        brokers = sorted({b for _, b in self.moves})
-        pending = dict(self.moves)
-        described = self.backend.describe_log_dirs(brokers) if brokers else {}
-        for key, target in list(pending.items()):
-            tp, b = key
-            known = described.get(b)
-            if known is not None and known.replicas.get(tp) == target and tp not in known.futures:
-                report.already.append(key)
-                del pending[key]
-            elif known is not None and target not in {d.path for d in known.dirs}:
-                report.failed[key] = f"broker {b} has no log directory {target!r}"
-                del pending[key]
-        if not pending:
-            report.seconds = self.clock() - start
-            return report
-        involved = sorted({b for _, b in pending})
-        try:
-            if self.throttle is not None:
-                for b in involved:
-                    self.backend.alter_configs(ConfigResource.broker(b), {LOG_DIRS_RATE: str(self.throttle)})
-            self._drive(pending, report, start)
-        finally:
-            if self.throttle is not None:
-                for b in involved:
-                    self.backend.alter_configs(ConfigResource.broker(b), delete_configs=[LOG_DIRS_RATE])
-        report.seconds = self.clock() - start
-        return report
 
-    def _drive(self, pending: dict[Replica, str], report: LogDirReport, start: float) -> None:
-        unsent = dict(pending)
-        total = len(pending)
-        while pending:
-            if unsent:
-                answers = self.backend.alter_replica_log_dirs(unsent)
-                for key, error in answers.items():
-                    if error is None:
-                        unsent.pop(key, None)
-                    elif error not in _RETRY:
-                        report.failed[key] = error
-                        pending.pop(key, None)
-                        unsent.pop(key, None)
-            described = self.backend.describe_log_dirs(sorted({b for _, b in pending}))
-            for key, target in list(pending.items()):
-                tp, b = key
-                d = described.get(b)
-                if d is not None and key not in unsent and d.replicas.get(tp) == target \
-                        and tp not in d.futures:
-                    report.moved.append(key)
-                    del pending[key]
-            if self.on_progress is not None:
-                self.on_progress(total - len(pending), total)
-            if not pending:
-                return
-            if self._cancel.is_set():
-                self._cancel_moves(pending, described, report)
-                return
-            if self.clock() - start > self.timeout_s:
-                raise KafkaOpsError(f"log-dir moves not done after {self.timeout_s:g}s: "
-                                    f"{len(pending)} left, e.g. {_name(next(iter(pending)))}; "
-                                    "rerun the same plan to resume, or cancel")
-            self.sleep(self.poll_interval)
+def advance_dir_moves(backend: Any, moves: list[DirMove], throttled: set[int],
+                      reassigned: set[TopicPartition], *, throttle: int | None, now: float,
+                      retry_grace: float, save: Callable[[], None]) -> bool:
+    """One step of the log-dir phase of a running execution: observe, throttle, send.
+    ``reassigned``: the partitions whose replicas are where the plan wants them (a move of
+    another one is cancelled); ``throttled``: the state's brokers that may have the throttle.
+    Returns True once every move is final."""
+    for m in moves:
+        if m.state == PENDING and m.tp not in reassigned:
+            _finish(m, CANCELLED, now, "its partition's reassignment did not complete")
+    active = [m for m in moves if not m.final]
+    if not active:
+        return True
+    described = backend.describe_log_dirs(sorted({m.broker for m in active}))
+    for m in active:
+        d = described.get(m.broker)
+        if d is None:
+            continue
+        current, future = d.replicas.get(m.tp), d.futures.get(m.tp)
+        if m.source is None:
+            m.source = current
+        if current == m.target and future is None:
+            _finish(m, COMPLETED, now)
+        elif m.state == MOVING and future != m.target:
+            m.state = PENDING  # the future replica is gone (restart, failed dir): send again
+    active = [m for m in active if not m.final]
+    unsent = [m for m in active if m.state == PENDING]
+    wanted = sorted({m.broker for m in active})
+    if throttle is not None and not set(wanted) <= throttled:
+        throttled.update(wanted)
+        save()  # recorded before it is set: a crash leaves a state naming it
+        for b in wanted:
+            backend.alter_configs(ConfigResource.broker(b), {LOG_DIRS_RATE: str(throttle)})
+    if unsent:
+        answers = backend.alter_replica_log_dirs({m.key: m.target for m in unsent})
+        for m in unsent:
+            error = answers.get(m.key)
+            if m.first_try is None:
+                m.first_try = now
+            if error is None:
+                m.state = MOVING
+            elif error not in RETRY:
+                _finish(m, FAILED, now, error)
+            elif now - m.first_try > retry_grace:
+                _finish(m, FAILED, now, f"{error}: broker {m.broker} never hosted the replica")
+    return all(m.final for m in moves)
 
-    def _cancel_moves(self, pending: dict[Replica, str], described: Mapping[int, Any],
-                      report: LogDirReport) -> None:
-        back = {}
-        for (tp, b) in pending:
-            current = described[b].replicas.get(tp) if b in described else None
-            if current is not None:
-                back[tp, b] = current
-        answers = self.backend.alter_replica_log_dirs(back) if back else {}
+
+def stop_dir_moves(backend: Any, moves: list[DirMove], now: float, *, then: str) -> None:
+    """Drop the future replicas of moving replicas (each sent "back" to its current
+    directory); ``then`` is the moves' next state: CANCELLED, or PENDING for a pause (the
+    next run sends them again). Pending moves are cancelled on a cancel, kept on a pause."""
+    moving = [m for m in moves if m.state == MOVING]
+    if moving:
+        described = backend.describe_log_dirs(sorted({m.broker for m in moving}))
+        back = {m.key: described[m.broker].replicas[m.tp] for m in moving
+                if m.broker in described and m.tp in described[m.broker].replicas}
+        answers = backend.alter_replica_log_dirs(back) if back else {}
         bad = {k: e for k, e in answers.items() if e is not None}
         if bad:
-            raise BackendError(f"cancelling log-dir moves failed: {_name(next(iter(bad)))}: "
-                               f"{next(iter(bad.values()))}")
-        report.cancelled.extend(pending)
-        pending.clear()
+            key, error = next(iter(bad.items()))
+            raise KafkaOpsError(f"stopping the log-dir move of {_name(key)} failed: {error}")
+        for m in moving:
+            if then == PENDING:
+                m.state = PENDING
+            else:
+                _finish(m, then, now, "cancelled: the future replica was dropped")
+    if then == CANCELLED:
+        for m in moves:
+            if m.state == PENDING:
+                _finish(m, CANCELLED, now, "cancelled before it was sent")
+
+
+def clear_dir_throttle(backend: Any, throttled: set[int]) -> None:
+    """Delete the alter-log-dirs throttle from every broker named; a broker that cannot take
+    it now stays named (a later run or ``verify`` removes it)."""
+    for b in sorted(throttled):
+        try:
+            backend.alter_configs(ConfigResource.broker(b), delete_configs=[LOG_DIRS_RATE])
+        except KafkaOpsError as e:
+            log.warning("could not remove %s from broker %d: %s", LOG_DIRS_RATE, b, e)
+            continue
+        throttled.discard(b)
+
+
+def dir_counts(moves: list[DirMove]) -> dict[str, int]:
+    counts = dict.fromkeys(DIR_STATES, 0)
+    for m in moves:
+        counts[m.state] += 1
+    return counts
+
+
+def dir_report(moves: list[DirMove]) -> dict[str, Any]:
+    """What the report says about the log-dir moves (JSON)."""
+    return {
+        "counts": dir_counts(moves),
+        "already": sum(m.state == COMPLETED and m.source == m.target for m in moves),
+        "moves": [m.to_dict() for m in moves],
+    }
+
+
+def dir_rollback(moves: list[DirMove], replicas: Mapping[TopicPartition, tuple[int, ...]]
+                 ) -> dict[TopicPartition, tuple[str, ...]]:
+    """``log_dirs`` that put every moved replica back in its directory (for replicas lists
+    ``replicas``; "any" elsewhere)."""
+    back: dict[TopicPartition, dict[int, str]] = {}
+    for m in moves:
+        if m.state == COMPLETED and m.source and m.source != m.target:
+            back.setdefault(m.tp, {})[m.broker] = m.source
+    return {tp: tuple(by_broker.get(b, ANY_LOG_DIR) for b in replicas[tp])
+            for tp, by_broker in back.items() if tp in replicas}
+
+
+def _finish(m: DirMove, state: str, now: float, error: str | None = None) -> None:
+    m.state = state
+    m.finished_at = now
+    if state != COMPLETED:
+        m.error = error
 
 
 def _name(key: Replica) -> str:
     return f"{key[0]} on broker {key[1]}"
 
 
-def execute_mixed(backend: Any, plan: ReassignmentPlan, run_inter_broker: Callable[[ReassignmentPlan], Any],
-                  **mover_options: Any) -> tuple[Any, LogDirReport]:
-    """Kafka's order: the inter-broker part first (``run_inter_broker``, e.g. an Executor's
-    run), then the log-dir moves (replicas the reassignment created included)."""
-    cluster = announce_new_replica_dirs(backend, plan)
-    inter = inter_broker_part(plan, cluster)
-    inter_report = run_inter_broker(inter) if len(inter) else None
-    return inter_report, LogDirMover(backend, log_dir_moves(plan), **mover_options).run()
-
-
-def announce_new_replica_dirs(backend: Any, plan: ReassignmentPlan) -> ClusterModel:
-    """Name the directory of each replica the reassignment will create before creating it:
-    the broker remembers it (answering NOT_LEADER_OR_FOLLOWER) and creates the replica there,
-    so it is not copied twice. Returns the plan's partitions as they are now."""
-    cluster = backend.describe_partitions(plan.partitions)
-    new = {(tp, b): d for (tp, b), d in log_dir_moves(plan).items()
-           if tp in cluster.partitions and b not in cluster.partitions[tp].replicas}
-    if new:
-        backend.alter_replica_log_dirs(new)
-    return cluster
+def verify_dir_moves(backend: Any, plan: ReassignmentPlan) -> list[tuple[Replica, str, str]]:
+    """Kafka's verify of the plan's log_dirs: per replica ``completed``, ``in_progress`` or
+    ``failed`` (not being moved there, or not found) with the tool's message."""
+    moves = log_dir_moves(plan)
+    if not moves:
+        return []
+    described = backend.describe_log_dirs(sorted({b for _, b in moves}))
+    out = []
+    for (tp, b), target in sorted(moves.items()):
+        replica = f"{tp.topic}-{tp.partition}-{b}"
+        d = described.get(b)
+        current = d.replicas.get(tp) if d else None
+        future = d.futures.get(tp) if d else None
+        if current == target and future is None:
+            out.append(((tp, b), "completed", f"Reassignment of replica {replica} completed successfully."))
+        elif future == target:
+            out.append(((tp, b), "in_progress", f"Reassignment of replica {replica} is still in progress."))
+        elif current is None:
+            out.append(((tp, b), "failed", f"Partition {tp} cannot be found in any live log dir on "
+                                           f"broker {b}."))
+        elif future is not None:
+            out.append(((tp, b), "failed", f"Partition {tp} on broker {b} is being moved to log dir "
+                                           f"{future} instead of {target}."))
+        else:
+            out.append(((tp, b), "failed", f"Partition {tp} on broker {b} is not being moved from log "
+                                           f"dir {current} to {target}."))
+    return out

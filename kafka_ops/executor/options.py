@@ -27,10 +27,13 @@ class ExecutionOptions:
     stall_timeout: float = 1800.0  # no visible progress for this long: reported as stalled
     missing_grace: float = 30.0  # neither moving nor at its target for this long: failed
     drain_timeout: float = 1800.0  # after a broker died, moves still running are then cancelled
+    log_dirs_throttle: int | None = None  # bytes/s per broker copying between its log dirs
 
     def __post_init__(self) -> None:
         if self.throttle is not None and self.throttle <= 0:
             raise ValidationError("throttle must be a positive number of bytes per second")
+        if self.log_dirs_throttle is not None and self.log_dirs_throttle <= 0:
+            raise ValidationError("log-dir throttle must be a positive number of bytes per second")
         if self.on_drift not in ("skip", "abort"):
             raise ValidationError(f"on-drift must be 'skip' or 'abort', not {self.on_drift!r}")
         if self.poll_interval <= 0:

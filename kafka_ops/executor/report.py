@@ -12,6 +12,7 @@ from typing import Any
 
 from kafka_ops.executor import state as st
 from kafka_ops.executor.leaders import LeaderReport
+from kafka_ops.executor.log_dirs import dir_report, dir_rollback
 from kafka_ops.executor.tasks import TaskState
 from kafka_ops.model import ClusterModel, TopicPartition
 from kafka_ops.plan import ReassignmentPlan
@@ -30,6 +31,7 @@ class ExecutionReport:
     rollback: ReassignmentPlan  # back to the base replicas, for every partition that moved
     rollback_path: str | Path | None
     elapsed: float
+    log_dirs: dict[str, Any] | None = None  # log_dirs.dir_report() when the plan has log_dirs
 
     def to_dict(self) -> dict[str, Any]:
         tps = lambda items: [[tp.topic, tp.partition] for tp in items]  # noqa: E731
@@ -50,6 +52,7 @@ class ExecutionReport:
             "rollback": self.rollback.to_dict(),
             "rollback_path": None if self.rollback_path is None else str(self.rollback_path),
             "elapsed": self.elapsed,
+            "log_dirs": self.log_dirs,
         }
 
     @classmethod
@@ -72,6 +75,7 @@ class ExecutionReport:
             rollback=ReassignmentPlan.from_dict(d["rollback"]),
             rollback_path=d["rollback_path"],
             elapsed=d["elapsed"],
+            log_dirs=d.get("log_dirs"),
         )
 
 
@@ -87,6 +91,10 @@ def build_report(
         if tp in ours and tp in cluster.partitions and cluster.partitions[tp].replicas != base
     }
     rollback = ReassignmentPlan.from_assignment(moved)
+    if state.dir_moves:  # replicas moved between directories go back to theirs too
+        now = {tp: moved.get(tp, p.replicas) for tp, p in cluster.partitions.items()}
+        back = dir_rollback(state.dir_moves, now)
+        rollback = ReassignmentPlan({**rollback.replicas, **{tp: now[tp] for tp in back}}, back)
     by_state = lambda s: [t.tp for t in state.tasks if t.state is s]  # noqa: E731
     return ExecutionReport(
         status=state.status,
@@ -100,4 +108,5 @@ def build_report(
         rollback=rollback,
         rollback_path=None,
         elapsed=elapsed,
+        log_dirs=dir_report(state.dir_moves) if state.dir_moves else None,
     )

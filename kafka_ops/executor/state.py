@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_ops.errors import ValidationError
+from kafka_ops.executor.log_dirs import DirMove
 from kafka_ops.executor.tasks import ExecutionTask, TaskState
 from kafka_ops.model import TopicPartition
 from kafka_ops.plan import ReassignmentPlan
@@ -142,6 +143,10 @@ class ExecutionState:
     submitted: set[TopicPartition] = field(default_factory=set)
     message: str = ""
     runtime: Runtime = field(default_factory=Runtime)
+    #: Moves between log directories (the plan's log_dirs), run after the inter-broker tasks.
+    dir_moves: list[DirMove] = field(default_factory=list)
+    #: Brokers on which the alter-log-dirs throttle may be set (recorded before it is set).
+    dir_throttled: set[int] = field(default_factory=set)
 
     @property
     def plan_id(self) -> str:
@@ -167,6 +172,8 @@ class ExecutionState:
             "throttles": _throttles_to_dict(self.throttles),
             "tasks": [_task_to_dict(t, t.tp in self.submitted) for t in self.tasks],
             "runtime": self.runtime.to_dict(),
+            "dir_moves": [m.to_dict() for m in self.dir_moves],
+            "dir_throttled": sorted(self.dir_throttled),
         }
 
     @classmethod
@@ -190,6 +197,8 @@ class ExecutionState:
             },
             # States written before the step API have no runtime: an empty one is a resume.
             runtime=Runtime.from_dict(data["runtime"]) if "runtime" in data else Runtime(in_step=True),
+            dir_moves=[DirMove.from_dict(m) for m in data.get("dir_moves", [])],
+            dir_throttled=set(data.get("dir_throttled", [])),
         )
 
 

@@ -263,3 +263,36 @@ def plan_fix_failed_dirs(cluster: ClusterModel) -> ReassignmentPlan:
         chosen[reps.index(new)] = d or ANY_LOG_DIR
     return ReassignmentPlan({tp: tuple(r) for tp, r in sorted(replicas.items())},
                             {tp: tuple(d) for tp, d in dirs.items() if any(x != ANY_LOG_DIR for x in d)})
+
+
+def rollback_with_dirs(plan: ReassignmentPlan, cluster: ClusterModel) -> ReassignmentPlan:
+    """The plan that puts the plan's partitions back as they are in ``cluster``: their replicas
+    and, for each replica the plan moves to another directory of its broker, that directory."""
+    back = plan.rollback(cluster)
+    dirs = {}
+    for tp, wanted in plan.log_dirs.items():
+        p = cluster.partitions.get(tp)
+        if p is None:
+            continue
+        target = dict(zip(plan.replicas[tp], wanted, strict=True))
+        chosen = tuple(
+            current if (current := p.log_dir_of(b)) and target.get(b, ANY_LOG_DIR) not in (ANY_LOG_DIR, current)
+            else ANY_LOG_DIR
+            for b in p.replicas)
+        if any(d != ANY_LOG_DIR for d in chosen):
+            dirs[tp] = chosen
+    return ReassignmentPlan(dict(back.replicas), dirs)
+
+
+def log_dir_changes(plan: ReassignmentPlan, cluster: ClusterModel) -> tuple[int, int]:
+    """(replicas the plan moves between directories of their broker, bytes copied for them)."""
+    moves = size = 0
+    for tp, wanted in plan.log_dirs.items():
+        p = cluster.partitions.get(tp)
+        if p is None:
+            continue
+        for b, d in zip(plan.replicas[tp], wanted, strict=True):
+            if d != ANY_LOG_DIR and b in p.replicas and p.log_dir_of(b) != d:
+                moves += 1
+                size += p.size_bytes
+    return moves, size

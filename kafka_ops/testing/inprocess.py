@@ -12,10 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from kafka_ops.backends.base import ConfigResource, OngoingReassignment
+from kafka_ops.backends.log_dirs import BrokerLogDirs
 from kafka_ops.emulator.clock import ManualClock
 from kafka_ops.emulator.cluster import EmulatedCluster
 from kafka_ops.errors import BackendError, ReassignmentInProgressError
-from kafka_ops.model import Broker, ClusterModel, Partition, TopicPartition
+from kafka_ops.model import Broker, ClusterModel, LogDir, Partition, TopicPartition
+
+#: Kafka's names of the error codes the emulator's AlterReplicaLogDirs answers.
+_LOG_DIR_ERRORS = {6: "NOT_LEADER_OR_FOLLOWER", 56: "KAFKA_STORAGE_ERROR", 57: "LOG_DIR_NOT_FOUND"}
 
 
 class InProcessBackend:
@@ -91,6 +95,40 @@ class InProcessBackend:
         self.writes += 1
         results = self.cluster.elect_leaders(0, list(partitions))
         return {tp: (e.name if e is not None else None) for tp, e in results.items()}
+
+    def describe_log_dirs(self, brokers: Iterable[int] | None = None) -> dict[int, BrokerLogDirs]:
+        """DescribeLogDirs of each live broker asked (a dead one answers nothing)."""
+        c = self.cluster
+        wanted = sorted(c.brokers) if brokers is None else list(brokers)
+        out = {}
+        for b in wanted:
+            if b not in c.brokers or not c.brokers[b].alive:
+                continue
+            dirs, replicas, sizes, futures = [], {}, {}, {}
+            for path, error, capacity, entries in c.describe_log_dirs_full(b):
+                dirs.append(LogDir(path, capacity, error == 0))
+                for tp, size, future in entries:
+                    if future:
+                        futures[tp] = path
+                    else:
+                        replicas[tp], sizes[tp] = path, size
+            out[b] = BrokerLogDirs(b, tuple(dirs), replicas, sizes, futures)
+        return out
+
+    def alter_replica_log_dirs(self, moves: Mapping[tuple[TopicPartition, int], str]
+                               ) -> dict[tuple[TopicPartition, int], str | None]:
+        """AlterReplicaLogDirs sent to each replica's broker: Kafka's error name or None."""
+        self.writes += 1
+        by_broker: dict[int, dict[TopicPartition, str]] = {}
+        for (tp, b), path in moves.items():
+            by_broker.setdefault(b, {})[tp] = path
+        out: dict[tuple[TopicPartition, int], str | None] = {}
+        for b, asked in by_broker.items():
+            if b not in self.cluster.brokers or not self.cluster.brokers[b].alive:
+                raise BackendError(f"alter replica log dirs: broker {b} is not available")
+            for tp, code in self.cluster.alter_replica_log_dirs(b, asked).items():
+                out[tp, b] = None if code == 0 else _LOG_DIR_ERRORS.get(code, f"error {code}")
+        return out
 
     def create_topic(self, topic: str, assignment: Mapping[int, Sequence[int]],
                      config: Mapping[str, str] | None = None) -> None:

@@ -19,6 +19,7 @@ from kafka_ops.errors import ValidationError
 from kafka_ops.model import NO_LEADER, ClusterModel
 from kafka_ops.plan import ReassignmentPlan
 from kafka_ops.plan_report import diff_plan, format_bytes
+from kafka_ops.planner.disks import log_dir_changes, rollback_with_dirs
 from kafka_ops.workflow.records import Record
 
 #: A broker whose disk would be fuller than this after the plan is named as a risk.
@@ -67,6 +68,8 @@ class ApprovalDigest(Record):
     brokers: list[dict[str, Any]]  # per broker: replicas/leaders/bytes in and out
     rollback: dict[str, Any]  # Kafka JSON that puts every planned partition back
     mode: str = ""
+    log_dir_moves: int = 0  # replicas moved between log directories of their broker
+    log_dir_bytes: int = 0  # bytes those moves copy inside brokers
 
     def text(self) -> str:
         """The digest for a person: a few lines, then goals and risks."""
@@ -75,6 +78,9 @@ class ApprovalDigest(Record):
             f"partitions: {self.partitions}   replica moves: {self.replica_moves}   "
             f"bytes: {format_bytes(self.bytes_to_move)}   leader changes: {self.leader_changes}",
         ]
+        if self.log_dir_moves:
+            lines.append(f"log-dir moves (inside brokers, after the reassignment): {self.log_dir_moves}   "
+                         f"bytes: {format_bytes(self.log_dir_bytes)}")
         if self.estimated_seconds is not None and self.throttle_bytes_per_sec:
             lines.append(f"estimated duration at {format_bytes(self.throttle_bytes_per_sec)}/s: "
                          f"{_duration(self.estimated_seconds)}")
@@ -101,6 +107,7 @@ def approval_digest(
     summary dict (``PlanProposal.summary``) when the plan came from the planner: its goals
     before/after go into the digest."""
     diff = diff_plan(plan, cluster)
+    dir_moves, dir_bytes = log_dir_changes(plan, cluster)
     bytes_in: dict[int, int] = {}
     bytes_out: dict[int, int] = {}
     for change in diff.partitions:
@@ -131,8 +138,10 @@ def approval_digest(
              "bytes_in": b.bytes_in, "bytes_out": b.bytes_out}
             for b in diff.brokers
         ],
-        rollback=plan.rollback(cluster).to_dict(),
+        rollback=rollback_with_dirs(plan, cluster).to_dict(),
         mode=str((summary or {}).get("mode", "")),
+        log_dir_moves=dir_moves,
+        log_dir_bytes=dir_bytes,
     )
 
 

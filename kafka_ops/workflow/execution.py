@@ -28,7 +28,7 @@ from kafka_ops.executor import (
     StateStore,
 )
 from kafka_ops.executor.executor import ProgressCallback
-from kafka_ops.executor.log_dirs import announce_new_replica_dirs, log_dir_moves
+from kafka_ops.executor.log_dirs import dir_counts
 from kafka_ops.executor.strategies import STRATEGIES
 from kafka_ops.executor.tasks import TaskState
 from kafka_ops.model import TopicPartition
@@ -58,6 +58,7 @@ class ExecutionRequest(Record):
     """How to execute: the ``kafka-ops execute`` options, validated on creation."""
 
     throttle: int | None = None
+    log_dirs_throttle: int | None = None  # replica.alter.log.dirs.io.max.bytes.per.second
     max_incoming: int = 2
     max_outgoing: int = 2
     max_in_flight: int = 100
@@ -71,9 +72,11 @@ class ExecutionRequest(Record):
     stall_timeout: float = 1800.0
 
     def __post_init__(self) -> None:
-        check_throttle(self.throttle)
-        if self.throttle is not None and self.throttle > MAX_LONG:
-            raise OptionError("throttle", f"must be at most {MAX_LONG} (Kafka's long)")
+        for name in ("throttle", "log_dirs_throttle"):
+            value = getattr(self, name)
+            check_throttle(value, name)
+            if value is not None and value > MAX_LONG:
+                raise OptionError(name, f"must be at most {MAX_LONG} (Kafka's long)")
         for name in ("max_incoming", "max_outgoing", "max_in_flight", "max_leader_changes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -91,6 +94,7 @@ class ExecutionRequest(Record):
     def options(self) -> ExecutionOptions:
         return ExecutionOptions(
             throttle=self.throttle,
+            log_dirs_throttle=self.log_dirs_throttle,
             limits=ExecutionLimits(
                 incoming_per_broker=self.max_incoming, outgoing_per_broker=self.max_outgoing,
                 in_flight=self.max_in_flight, leader_changes=self.max_leader_changes,
@@ -129,13 +133,16 @@ def progress_dict(p: ExecutionProgress) -> dict[str, Any]:
 
 def _status(executor: Executor, store: StateStore) -> ExecutionStatus:
     state = executor.state if executor.state is not None else executor.current()
+    progress = progress_dict(executor.progress())
+    if state.dir_moves:
+        progress["log_dir_moves"] = dir_counts(state.dir_moves)
     return ExecutionStatus(
         store=store.location,
         plan_id=state.plan_id,
         status=state.status,
         ended=state.runtime.report is not None,
         message=state.message,
-        progress=progress_dict(executor.progress()),
+        progress=progress,
         poll_interval=executor.options.poll_interval,
     )
 
@@ -158,8 +165,6 @@ def start_execution(
     """
     plan = plan if isinstance(plan, ReassignmentPlan) else ReassignmentPlan.from_dict(plan)
     plan.validate()
-    if log_dir_moves(plan):
-        _check_log_dirs(backend, plan)
     if base is not None and not isinstance(base, ReassignmentPlan):
         base = ReassignmentPlan.from_dict(base)
     if request is None:
@@ -176,24 +181,6 @@ def start_execution(
     with store.lock():
         executor.start()
     return _status(executor, store)
-
-
-def _check_log_dirs(backend: ClusterBackend, plan: ReassignmentPlan) -> None:
-    """The stateful executor does not record log-dir moves yet, so a plan moving a replica
-    between directories of its broker is refused whole (running only its replica part would
-    report "completed" with the directory moves never made). Directories named for replicas
-    the plan adds are announced first, as Kafka's tool does, so the broker creates them there."""
-    now = backend.describe_partitions(plan.partitions)
-    moves = log_dir_moves(plan)
-    staying = sorted(f"{tp} on broker {b}" for tp, b in moves
-                     if tp in now.partitions and b in now.partitions[tp].replicas)
-    if staying:
-        raise ValidationError(
-            f"this plan moves {len(staying)} replica(s) between log directories (e.g. "
-            f"{staying[0]}); the workflow does not execute directory moves yet: run it with "
-            "'kafka-ops execute'")
-    if hasattr(backend, "alter_replica_log_dirs"):
-        announce_new_replica_dirs(backend, plan)
 
 
 def step_execution(
@@ -344,6 +331,19 @@ def report_dict(report: ExecutionReport) -> dict[str, Any]:
         ),
         "rollback": str(report.rollback_path) if report.rollback_path else None,
         "elapsed_seconds": round(report.elapsed, 3),
+        "log_dir_moves": _dir_summary(report.log_dirs),
+    }
+
+
+def _dir_summary(log_dirs: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The report's log-dir moves: counts, and each move not completed with its reason."""
+    if log_dirs is None:
+        return None
+    return {
+        **log_dirs["counts"],
+        "already_in_place": log_dirs["already"],
+        "not_completed": {f"{m['topic']}-{m['partition']} on broker {m['broker']}": m["error"] or m["state"]
+                          for m in log_dirs["moves"] if m["state"] != "completed"},
     }
 
 
@@ -380,6 +380,10 @@ def state_dict(state: ExecutionState) -> dict[str, Any]:
                       for t in in_flight},
         "throttled_topics": sorted(state.throttles.topics),
         "throttled_brokers": sorted(state.throttles.brokers),
+        "log_dir_moves": dir_counts(state.dir_moves) if state.dir_moves else None,
+        "log_dir_throttled_brokers": sorted(state.dir_throttled),
+        "in_flight_log_dirs": {f"{m.tp} on broker {m.broker}": {"from": m.source, "to": m.target}
+                               for m in state.dir_moves if m.state == "moving"},
         "updated_at": state.updated_at,
     }
 

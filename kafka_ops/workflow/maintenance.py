@@ -13,6 +13,7 @@ from typing import Any
 from kafka_ops.backends.base import ClusterBackend
 from kafka_ops.executor import verify_plan
 from kafka_ops.executor.leaders import elect_preferred_leaders
+from kafka_ops.executor.log_dirs import verify_dir_moves
 from kafka_ops.executor.verify import VerifyStatus
 from kafka_ops.plan import ReassignmentPlan
 from kafka_ops.throttle import clear_throttles
@@ -25,25 +26,31 @@ class VerifyResult(Record):
     messages: list[str]  # Kafka's verify lines
     throttles_cleared: bool
     complete: bool
+    log_dirs: dict[str, str] | None = None  # "topic-partition-broker" -> the same, for log_dirs
 
 
 def verify_and_clear_throttles(
     backend: ClusterBackend, plan: ReassignmentPlan | Mapping[str, Any], *, preserve_throttles: bool = False
 ) -> VerifyResult:
     """Kafka's verify of every partition of ``plan``; like Kafka, throttles are removed (from
-    the plan's topics and every live broker) only once nothing moves anywhere in the cluster."""
+    the plan's topics and every live broker) only once nothing moves anywhere in the cluster,
+    log directories of the plan included (the alter-log-dirs throttle goes with the others)."""
     plan = plan if isinstance(plan, ReassignmentPlan) else ReassignmentPlan.from_dict(plan)
     plan.validate()
     results = verify_plan(backend, plan)
+    dirs = verify_dir_moves(backend, plan) if plan.log_dirs and hasattr(backend, "describe_log_dirs") else []
     cleared = False
-    if not preserve_throttles and not backend.list_reassignments():
+    dirs_moving = any(status == "in_progress" for _, status, _ in dirs)
+    if not preserve_throttles and not dirs_moving and not backend.list_reassignments():
         clear_throttles(backend, plan.topics, backend.describe_partitions([]).alive_broker_ids)
         cleared = True
     return VerifyResult(
         partitions={str(r.tp): r.status.value for r in results},
-        messages=[r.message for r in results],
+        messages=[r.message for r in results] + [message for _, _, message in dirs],
         throttles_cleared=cleared,
-        complete=all(r.status is VerifyStatus.COMPLETED for r in results),
+        complete=all(r.status is VerifyStatus.COMPLETED for r in results)
+        and all(status == "completed" for _, status, _ in dirs),
+        log_dirs={f"{tp}-{b}": status for (tp, b), status, _ in dirs} if plan.log_dirs else None,
     )
 
 

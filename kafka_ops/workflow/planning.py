@@ -34,7 +34,13 @@ from kafka_ops.planner import (
     plan_replace_broker,
     plan_set_replication_factor,
 )
-from kafka_ops.planner.disks import place_added_replicas, plan_fix_failed_dirs
+from kafka_ops.planner.disks import (
+    place_added_replicas,
+    plan_fix_failed_dirs,
+    plan_rebalance_disks,
+    rollback_with_dirs,
+)
+from kafka_ops.planner.summary import GoalResult, PlanSummary
 from kafka_ops.pools import PoolSet
 from kafka_ops.workflow.digest import content_hash
 from kafka_ops.workflow.records import OptionError, Record
@@ -50,16 +56,19 @@ MODES: dict[str, tuple[str, ...]] = {
     "set-rf": ("topics", "replication_factor"),
     "migrate-pool": (),
     "replace-broker": ("from_broker", "to_broker"),
+    "rebalance-disks": (),
 }
 
 #: Options that only some modes use (any mode takes goals, thresholds and caps).
 _MODE_ONLY = {
-    "brokers": ("add-brokers", "remove-brokers", "demote"),
+    "brokers": ("add-brokers", "remove-brokers", "demote", "rebalance-disks"),
     "topics": ("rebalance", "set-rf", "migrate-pool"),
     "pool": ("rebalance",),
     "replication_factor": ("set-rf",),
     "from_broker": ("replace-broker",),
     "to_broker": ("replace-broker",),
+    "disk_threshold": ("rebalance-disks",),
+    "disk_band": ("rebalance-disks",),
 }
 
 
@@ -80,6 +89,8 @@ class PlanRequest(Record):
     max_bytes: int | None = None
     max_leader_changes: int | None = None
     topic_swaps: bool = False
+    disk_threshold: float | None = None  # rebalance-disks: no directory above this (default 0.8)
+    disk_band: float | None = None  # rebalance-disks: directories within this of the mean (0.05)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -109,6 +120,14 @@ class PlanRequest(Record):
                 raise OptionError("thresholds", f"of {goal} must be a number")
             if value < 0:
                 raise OptionError("thresholds", f"of {goal} must not be negative")
+        for name, low, high in (("disk_threshold", 0.0, 1.0), ("disk_band", 0.0, 1.0)):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+                raise OptionError(name, "must be a number")
+            if not (low < value <= high if name == "disk_threshold" else low <= value < high):
+                raise OptionError(name, "must be in (0, 1]" if name == "disk_threshold" else "must be in [0, 1)")
         for name in ("max_moves", "max_bytes", "max_leader_changes"):
             value = getattr(self, name)
             if value is not None and not _is_int(value):
@@ -144,8 +163,14 @@ def plan_cluster(cluster: ClusterModel, request: PlanRequest, pools: PoolSet | N
     """Run the planner mode the request names. On a cluster with known log directories
     (JBOD), each replica the plan adds to a broker gets a directory (``log_dirs``), and
     fix-offline also moves the replicas of failed directories (KIP-112) to other brokers."""
+    jbod = any(b.log_dirs for b in cluster.brokers.values())
+    if request.mode == "rebalance-disks":
+        if not jbod:
+            raise ValidationError("rebalance-disks needs the brokers' log directories: read the cluster "
+                                  "with them (a snapshot needs brokers' and partitions' 'log_dirs')")
+        return _plan_disks(cluster, request)
     result = _plan_mode(cluster, request, pools)
-    if not any(b.log_dirs for b in cluster.brokers.values()):
+    if not jbod:
         return result
     plan = result.plan
     if request.mode == "fix-offline":
@@ -154,6 +179,29 @@ def plan_cluster(cluster: ClusterModel, request: PlanRequest, pools: PoolSet | N
         plan = ReassignmentPlan({**plan.replicas, **extra}, {
             **plan.log_dirs, **{tp: d for tp, d in failed.log_dirs.items() if tp in extra}})
     return dataclasses.replace(result, plan=place_added_replicas(cluster, plan))
+
+
+def _plan_disks(cluster: ClusterModel, request: PlanRequest) -> PlanResult:
+    """rebalance-disks as a PlanResult: replicas stay on their brokers, ``log_dirs`` move them;
+    its two goals (Cruise Control's intra-broker ones) before and after."""
+    threshold = 0.8 if request.disk_threshold is None else request.disk_threshold
+    band = 0.05 if request.disk_band is None else request.disk_band
+    disks = plan_rebalance_disks(cluster, threshold=threshold, band=band, brokers=request.brokers)
+    before, after = disks.before, disks.after
+    goals = [
+        GoalResult("intra_broker_disk_capacity", True, {"violations": len(before.over_threshold)},
+                   {"violations": len(after.over_threshold)}),
+        GoalResult("intra_broker_disk_usage_distribution", False,
+                   {"worst_spread": round(before.worst_spread, 4), "mean_spread": round(before.mean_spread, 4),
+                    "brokers_out_of_bounds": sum(s > 2 * band for s in before.spread.values())},
+                   {"worst_spread": round(after.worst_spread, 4), "mean_spread": round(after.mean_spread, 4),
+                    "brokers_out_of_bounds": sum(s > 2 * band for s in after.spread.values())}),
+    ]
+    summary = PlanSummary(mode="rebalance-disks", goals=goals, partitions_changed=len(disks.plan),
+                          replica_moves=0, bytes_moved=0, leader_changes=0,
+                          warnings=[f"{disks.moves} replicas move between log directories of their broker "
+                                    f"({disks.moved_bytes} bytes copied inside brokers)"])
+    return PlanResult(disks.plan, summary)
 
 
 def _plan_mode(cluster: ClusterModel, request: PlanRequest, pools: PoolSet | None) -> PlanResult:
@@ -224,7 +272,7 @@ def make_plan(
     return PlanProposal(
         mode=request.mode,
         plan=plan.to_dict(),
-        rollback=plan.rollback(cluster).to_dict(),
+        rollback=rollback_with_dirs(plan, cluster).to_dict(),
         summary=result.summary.to_dict(throttle),
         content_hash=content_hash(plan, cluster),
         empty=not len(plan),

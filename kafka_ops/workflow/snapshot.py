@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_ops.backends.base import ClusterBackend
+from kafka_ops.backends.log_dirs import describe_cluster_with_log_dirs
 from kafka_ops.model import ClusterModel
 from kafka_ops.snapshot import load_snapshot, model_from_dict, model_to_dict
 from kafka_ops.workflow.records import Record
@@ -34,9 +35,14 @@ class ClusterSnapshot(Record):
         return model_from_dict(self.cluster)
 
 
-def read_cluster(backend: ClusterBackend, clock: Callable[[], float] = time.time) -> ClusterSnapshot:
-    """Brokers, partitions (with sizes where the backend reads them) and topic configs, now."""
-    return ClusterSnapshot.of(backend.describe_cluster(), clock(), repr(backend))
+def read_cluster(backend: ClusterBackend, clock: Callable[[], float] = time.time, *,
+                 log_dirs: bool = False) -> ClusterSnapshot:
+    """Brokers, partitions (with sizes where the backend reads them) and topic configs, now.
+    ``log_dirs``: also every broker's log directories and each replica's (JBOD plans need
+    them); the Admin API backend reads them anyway, ZooKeeper mode asks the brokers'
+    DescribeLogDirs (as Kafka's reassign tool does) only when asked to."""
+    model = describe_cluster_with_log_dirs(backend) if log_dirs else backend.describe_cluster()
+    return ClusterSnapshot.of(model, clock(), repr(backend))
 
 
 def read_snapshot_file(path: str | Path) -> ClusterSnapshot:

@@ -15,7 +15,7 @@ from kafka_ops.backends.base import ConfigResource
 from kafka_ops.backends.log_dirs import describe_cluster_with_log_dirs
 from kafka_ops.emulator.clock import ManualClock
 from kafka_ops.executor import Executor
-from kafka_ops.executor.log_dirs import LogDirMover, execute_mixed, log_dir_moves
+from kafka_ops.executor.log_dirs import log_dir_moves
 from kafka_ops.executor.options import ExecutionOptions
 from kafka_ops.model import Broker, ClusterModel, LogDir, Partition, TopicPartition
 from kafka_ops.plan import ReassignmentPlan
@@ -108,13 +108,12 @@ def test_one_full_disk_is_balanced_inside_its_broker(jbod: Emulated):
     plan = ReassignmentPlan.from_json(result.plan.to_json())
     assert result.moves > 0 and all(len(plan.log_dirs[tp]) == len(r)
                                     for tp, r in plan.replicas.items())
-    progress = []
     preset_throttle(jbod, 10 * MB, [1, 2, 3])
-    report = LogDirMover(jbod.backend, log_dir_moves(plan), throttle_bytes_per_sec=10 * MB,
-                         poll_interval=1.0, clock=jbod.clock.now, sleep=sleeper(jbod),
-                         on_progress=lambda done, total: progress.append((done, total))).run()
-    assert report.ok and len(report.moved) == result.moves
-    assert report.seconds >= result.moved_bytes / (3 * 10 * MB) - 1  # throttled, 3 brokers
+    options = ExecutionOptions(log_dirs_throttle=10 * MB, poll_interval=1.0, elect_leaders=False)
+    report = Executor(jbod.backend, plan, options=options, clock=jbod.clock.now, sleep=sleeper(jbod)).run()
+    assert report.status == "completed", report.message
+    assert report.log_dirs is not None and report.log_dirs["counts"]["completed"] == result.moves
+    assert report.elapsed >= result.moved_bytes / (3 * 10 * MB) - 1  # throttled, 3 brokers
     after = describe_cluster_with_log_dirs(jbod.backend)
     for p in after:
         assert p.replicas == before.partitions[p.tp].replicas  # no replica left its broker
@@ -126,9 +125,8 @@ def test_one_full_disk_is_balanced_inside_its_broker(jbod: Emulated):
         mean = sum(used.values()) / 4
         assert all(abs(u - mean) <= 0.05 * 1000 * MB for u in used.values()), (b, used)
     assert no_log_dir_throttle(jbod)
-    assert progress[-1] == (result.moves, result.moves)
-    again = LogDirMover(jbod.backend, log_dir_moves(plan)).run()  # resume/rerun: nothing to do
-    assert len(again.already) == result.moves and not again.moved
+    again = Executor(jbod.backend, plan, options=options, clock=jbod.clock.now, sleep=sleeper(jbod)).run()
+    assert again.log_dirs is not None and again.log_dirs["already"] == result.moves  # rerun: nothing to do
 
 
 def test_mixed_plan_runs_the_reassignment_then_the_log_dir_moves(jbod: Emulated):
@@ -136,16 +134,9 @@ def test_mixed_plan_runs_the_reassignment_then_the_log_dir_moves(jbod: Emulated)
         '{"version":1,"partitions":['
         '{"topic":"t","partition":0,"replicas":[4,2],"log_dirs":["/disk2","any"]},'
         '{"topic":"t","partition":1,"replicas":[2,3],"log_dirs":["/disk1","/disk3"]}]}')
-    options = ExecutionOptions(throttle=50 * MB, poll_interval=1.0)
-
-    def inter(part: ReassignmentPlan):
-        return Executor(jbod.backend, part, options=options, clock=jbod.clock.now,
-                        sleep=sleeper(jbod)).run()
-
-    inter_report, dirs_report = execute_mixed(
-        jbod.backend, plan, inter, throttle_bytes_per_sec=5 * MB, clock=jbod.clock.now,
-        sleep=sleeper(jbod))
-    assert inter_report.status == "completed" and dirs_report.ok
+    options = ExecutionOptions(throttle=50 * MB, log_dirs_throttle=5 * MB, poll_interval=1.0)
+    report = Executor(jbod.backend, plan, options=options, clock=jbod.clock.now, sleep=sleeper(jbod)).run()
+    assert report.status == "completed", report.message
     model = describe_cluster_with_log_dirs(jbod.backend)
     assert model.partition("t", 0).replicas == (4, 2)
     assert model.partition("t", 0).log_dirs == ("/disk2", "/disk0")
@@ -213,20 +204,24 @@ def test_cli_plans_and_executes_rebalance_disks_over_the_admin_api(tmp_path, cap
 
 def test_cancel_drops_the_future_replicas_and_the_throttle(jbod: Emulated):
     before = describe_cluster_with_log_dirs(jbod.backend)
-    moves = {(TP("t", 0), 1): "/disk3", (TP("t", 3), 1): "/disk2"}
+    plan = ReassignmentPlan({TP("t", 0): (1, 2), TP("t", 3): (1, 2)},
+                            {TP("t", 0): ("/disk3", "any"), TP("t", 3): ("/disk2", "any")})
     preset_throttle(jbod, MB, [1])
-    mover = LogDirMover(jbod.backend, moves, throttle_bytes_per_sec=MB, poll_interval=1.0,
+    executor = Executor(jbod.backend, plan, options=ExecutionOptions(log_dirs_throttle=MB, poll_interval=1.0),
                         clock=jbod.clock.now)
+    seen = []
 
     def sleep(seconds: float) -> None:
         jbod.advance(seconds)
         futures = jbod.backend.describe_log_dirs([1])[1].futures
-        assert set(futures) == {TP("t", 0), TP("t", 3)}  # copying, 1 MB/s: far from done
-        mover.request_cancel()
+        seen.append(set(futures))
+        if set(futures) == {TP("t", 0), TP("t", 3)}:  # copying, 1 MB/s: far from done
+            executor.request_cancel()
 
-    mover.sleep = sleep
-    report = mover.run()
-    assert sorted(report.cancelled) == sorted(moves) and not report.moved and not report.ok
+    executor.sleep = sleep
+    report = executor.run()
+    assert report.status == "cancelled" and {TP("t", 0), TP("t", 3)} in seen
+    assert report.log_dirs is not None and report.log_dirs["counts"]["cancelled"] == 2
     jbod.advance(120)  # long enough for both copies, had they not been dropped
     after = jbod.backend.describe_log_dirs([1])[1]
     assert after.futures == {}

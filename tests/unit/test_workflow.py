@@ -200,18 +200,6 @@ def test_bad_execution_requests_change_nothing(backend, tmp_path, data, message)
     assert backend.writes == 0 and not any(tmp_path.iterdir())
 
 
-def test_plans_with_log_dir_moves_are_refused_not_half_run(backend, tmp_path) -> None:
-    """The stateful executor does not run log-dir moves yet: a plan moving a replica between
-    directories of its broker is refused whole (nothing written) rather than run as
-    "completed" with its directory moves never made."""
-    staying = backend.cluster.partitions[TP("orders", 0)].replicas
-    plan = ReassignmentPlan({TP("orders", 0): tuple(staying)},
-                            {TP("orders", 0): ("/disk2",) + ("any",) * (len(staying) - 1)})
-    with pytest.raises(ValidationError, match="between log directories"):
-        wf.start_execution(backend, plan, tmp_path)
-    assert backend.writes == 0 and not any(tmp_path.iterdir())
-
-
 def test_rerunning_a_finished_plan_writes_nothing(backend, clock, tmp_path) -> None:
     plan = ReassignmentPlan.from_assignment({TP("orders", 0): (3, 4), TP("events", 1): (1, 3, 4)})
     wf.start_execution(backend, plan, tmp_path, {"throttle": 1000, "poll_interval": 1}, clock=clock.now)
