@@ -496,11 +496,7 @@ class AdminApiBackend:
 
             if not self._connected:  # kafka-python would only say KafkaTimeoutError
                 self.check_connection()
-            kwargs = {_KAFKA_PYTHON_SECURITY[k]: v for k, v in self._security.items()
-                      if k in _KAFKA_PYTHON_SECURITY}
-            if "ssl_check_hostname" in kwargs:
-                kwargs["ssl_check_hostname"] = kwargs["ssl_check_hostname"].lower() == "https"
-            _install_redaction(kwargs.get(k, "") for k in _SECRET_ARGS)
+            kwargs = kafka_python_security(self._security)
             try:
                 self._legacy = KafkaAdminClient(
                     bootstrap_servers=self.bootstrap_servers.split(","),
@@ -515,6 +511,17 @@ class AdminApiBackend:
                     f"could): {type(exc).__name__}; are the security settings supported by "
                     "kafka-python?") from None
         return self._legacy
+
+
+def kafka_python_security(security: Mapping[str, str]) -> dict[str, Any]:
+    """kafka-python KafkaAdminClient arguments for librdkafka-named security settings (also
+    the ZooKeeper backend's, for log dirs over the Admin API), its secrets masked in its logs."""
+    kwargs: dict[str, Any] = {_KAFKA_PYTHON_SECURITY[k]: v for k, v in _check_security(security).items()
+                              if k in _KAFKA_PYTHON_SECURITY}
+    if "ssl_check_hostname" in kwargs:
+        kwargs["ssl_check_hostname"] = kwargs["ssl_check_hostname"].lower() == "https"
+    _install_redaction(kwargs.get(k, "") for k in _SECRET_ARGS)
+    return kwargs
 
 
 def _check_security(security: Mapping[str, str]) -> dict[str, str]:

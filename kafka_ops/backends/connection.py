@@ -53,7 +53,8 @@ class ClusterConnection:
     """Either ``zookeeper`` (ZooKeeper mode) or ``bootstrap_servers`` (Admin API), not both.
 
     ``security`` holds Kafka client settings for the Admin API (``security.protocol``,
-    ``sasl.mechanism``, ``sasl.username``, ``sasl.password``, ``ssl.*``).
+    ``sasl.mechanism``, ``sasl.username``, ``sasl.password``, ``ssl.*``); in ZooKeeper mode
+    they reach the brokers' Admin API for log directories (ZooKeeper does not hold them).
     """
 
     zookeeper: str | None = None
@@ -135,6 +136,7 @@ def connect(conn: ClusterConnection) -> ClusterBackend:
             session_timeout_s=conn.zookeeper_session_timeout_s,
             connect_timeout_s=conn.zookeeper_connect_timeout_s,
             auth=conn.zookeeper_auth,
+            security=conn.security,  # the brokers' Admin API, for log directories
         )
     from kafka_ops.backends.admin import AdminApiBackend  # lazy: confluent-kafka is heavy
 

@@ -48,6 +48,7 @@ from kazoo.retry import ForceRetryError, KazooRetry, RetryFailedError
 
 from kafka_ops.backends import log_dirs
 from kafka_ops.backends import zk_paths as zk
+from kafka_ops.backends.admin_connect import check_client_settings
 from kafka_ops.backends.base import ConfigResource, OngoingReassignment
 from kafka_ops.backends.connection import ZooKeeperAuth, validate_zookeeper_connect
 from kafka_ops.backends.zk_read import ZnodeReader
@@ -175,13 +176,17 @@ class ZooKeeperBackend:
         multi_read: bool = True,
         reconnect_timeout_s: float | None = None,
         bootstrap_servers: str | None = None,
+        security: Mapping[str, str] | None = None,
     ) -> None:
-        """``bootstrap_servers`` is for log directories only (ZooKeeper does not hold them;
-        Kafka's reassign tool takes --bootstrap-server for them too); by default the live
-        brokers' endpoints registered in ZooKeeper."""
+        """``bootstrap_servers`` and ``security`` are for log directories only (ZooKeeper does
+        not hold them; Kafka's reassign tool takes --bootstrap-server and --command-config for
+        them too): by default the live brokers' endpoints registered in ZooKeeper, and the
+        client settings (librdkafka names: ``security.protocol``, ``sasl.*``, ``ssl.*``) of
+        their listener."""
         validate_zookeeper_connect(hosts)
         self.hosts = hosts
         self.bootstrap_servers = bootstrap_servers
+        self._security = check_client_settings(security or {})
         self._log_dir_client: Any = None
         # Long enough for a session to expire and a new one to be made (Kafka's brokers do
         # the same), short enough that a ZooKeeper gone for good is reported.
@@ -278,9 +283,12 @@ class ZooKeeperBackend:
             if not servers:
                 raise BackendError("no live broker registered in ZooKeeper to ask for log dirs")
             try:
+                from kafka_ops.backends.admin import kafka_python_security  # confluent-kafka: lazily
+
                 self._log_dir_client = KafkaAdminClient(
                     bootstrap_servers=servers, client_id="kafka-ops",
-                    request_timeout_ms=15000, bootstrap_timeout_ms=15000)
+                    request_timeout_ms=15000, bootstrap_timeout_ms=15000,
+                    **kafka_python_security(self._security))
             except KpKafkaError as exc:
                 raise BackendError(f"log dirs need the Admin API of the brokers ({','.join(servers)}):"
                                    f" {type(exc).__name__}") from None

@@ -52,7 +52,8 @@ def _add_live_options(parser: argparse.ArgumentParser, where: argparse._Mutually
         metavar="FILE",
         type=_command_config,
         help="client properties for --bootstrap-server (security.protocol, sasl.*, ssl.*, and "
-        "any other client setting), as for Kafka's tools; secrets stay out of every output",
+        "any other client setting), as for Kafka's tools; with --zookeeper, the security ones "
+        "reach the brokers for log directories; secrets stay out of every output",
     )
 
 
@@ -88,10 +89,11 @@ def read_client_properties(path: str) -> dict[str, str]:
 
 def connect_backend(args: argparse.Namespace) -> ClusterBackend:
     """The backend the --zookeeper / --bootstrap-server options name."""
+    command_config = getattr(args, "command_config", None)
+    security = read_client_properties(command_config) if command_config else None
     if getattr(args, "zookeeper", None):
-        return connect(ClusterConnection(zookeeper=args.zookeeper))
+        return connect(ClusterConnection(zookeeper=args.zookeeper, security=security))
     if getattr(args, "bootstrap_server", None):
-        security = read_client_properties(args.command_config) if args.command_config else None
         return connect(ClusterConnection(bootstrap_servers=args.bootstrap_server, security=security))
     raise ValidationError("give --zookeeper or --bootstrap-server")
 

@@ -228,3 +228,32 @@ def test_cancel_drops_the_future_replicas_and_the_throttle(jbod: Emulated):
     for tp in (TP("t", 0), TP("t", 3)):
         assert after.replicas[tp] == before.partitions[tp].log_dir_of(1)
     assert no_log_dir_throttle(jbod)
+
+
+def test_zookeeper_mode_reads_log_dirs_from_brokers_behind_sasl(zk_connect, caplog):
+    """ZooKeeper holds no log directories: the ZooKeeper backend asks the brokers' Admin API,
+    with the client security settings of the connection (here SASL/PLAIN), like Kafka's
+    reassign tool with --command-config; the password stays out of logs."""
+    import logging
+
+    from kafka_ops.backends.connection import ClusterConnection, connect
+    from kafka_ops.emulator.runtime import Emulator
+
+    password = "jb0d-Secr3t"
+    sasl = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+            "sasl.username": "admin", "sasl.password": password}
+    caplog.set_level(logging.DEBUG)
+    with Emulator(jbod_cluster(), zookeeper=zk_connect, mode="zk", clock=ManualClock(), wire=True,
+                  sasl_plain_users={"admin": password}) as emulator:
+        backend = connect(ClusterConnection(zookeeper=zk_connect, security=sasl))
+        try:
+            described = backend.describe_log_dirs([1])  # type: ignore[attr-defined]
+            assert [d.path for d in described[1].dirs] == [d.path for d in DIRS]
+            assert described[1].replicas[TP("t", 0)] == "/disk0"
+            answers = backend.alter_replica_log_dirs({(TP("t", 0), 1): "/disk1"})  # type: ignore[attr-defined]
+            assert answers == {(TP("t", 0), 1): None}
+            emulator.cluster.tick()
+            assert emulator.cluster.log_dirs.placement[TP("t", 0), 1] == "/disk1"
+        finally:
+            backend.close()
+    assert password not in caplog.text and password not in repr(backend)
