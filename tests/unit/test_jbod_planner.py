@@ -9,6 +9,7 @@ parsing: log_dirs as long as replicas, "any" allowed).
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -228,3 +229,103 @@ def test_fix_offline_also_moves_replicas_of_a_failed_directory():
     new = result.plan.replicas[TopicPartition("t", 0)]
     assert 0 not in new and 1 in new
     assert result.plan.log_dirs[TopicPartition("t", 0)][new.index(new[0])] in {d.path for d in DIRS}
+
+
+# -- Kafka's JSON rules for log_dirs --------------------------------------------------------------
+# No Kafka runs here (no broker or Kafka distribution can be installed), so the stock
+# `kafka-reassign-partitions --execute` could not be run on our plans. Instead each plan we
+# write is checked by this second, independent reading of the rules of Kafka's
+# ReassignPartitionsCommand.parsePartitionReassignmentData and of the broker's
+# AlterReplicaLogDirs: a JSON object {"version": 1, "partitions": [...]}; each entry has exactly
+# "topic" (string), "partition" (int), "replicas" (ints, no duplicates) and optionally
+# "log_dirs" (strings, as many as replicas); each log dir is "any" or an absolute path (the
+# broker resolves a relative one against its working directory, which is no log dir).
+
+
+def kafka_json_errors(text: str) -> list[str]:
+    import json
+
+    data = json.loads(text)
+    errors = []
+    if set(data) != {"version", "partitions"} or data["version"] != 1:
+        errors.append(f"top level {sorted(data)} version {data.get('version')}")
+    seen = set()
+    for entry in data["partitions"]:
+        where = f"{entry.get('topic')}-{entry.get('partition')}"
+        if not set(entry) <= {"topic", "partition", "replicas", "log_dirs"} or \
+                not {"topic", "partition", "replicas"} <= set(entry):
+            errors.append(f"{where}: keys {sorted(entry)}")
+        if not isinstance(entry["topic"], str) or type(entry["partition"]) is not int:
+            errors.append(f"{where}: topic/partition types")
+        reps = entry["replicas"]
+        if not reps or any(type(r) is not int for r in reps) or len(set(reps)) != len(reps):
+            errors.append(f"{where}: replicas {reps}")
+        if (entry["topic"], entry["partition"]) in seen:
+            errors.append(f"{where}: duplicate")
+        seen.add((entry["topic"], entry["partition"]))
+        if "log_dirs" in entry:
+            dirs = entry["log_dirs"]
+            if not isinstance(dirs, list) or len(dirs) != len(reps):
+                errors.append(f"{where}: log_dirs {dirs} for replicas {reps}")
+            elif not all(isinstance(d, str) and (d == "any" or d.startswith("/")) for d in dirs):
+                errors.append(f"{where}: log_dirs {dirs} not 'any' or absolute")
+    return errors
+
+
+def jbod_plans() -> dict[str, ReassignmentPlan]:
+    """One plan of each kind we write with log_dirs."""
+    rng = random.Random(7)
+    disks = plan_rebalance_disks(one_full_disk([rng.randint(1, 90) * MB for _ in range(30)]))
+    brokers = [Broker(i, rack=f"r{i % 2}", log_dirs=DIRS) for i in range(4)]
+    parts = [Partition("t", i, (i % 3, (i + 1) % 3), i % 3, (i % 3, (i + 1) % 3), size_bytes=MB * (i + 1),
+                       log_dirs=("/disk0", "/disk1")) for i in range(9)]
+    cluster = ClusterModel(brokers, parts)
+    added = place_added_replicas(cluster, ReassignmentPlan({TopicPartition("t", i): (3, (i + 1) % 3)
+                                                            for i in range(9)}))
+    failed = ClusterModel([Broker(b.id, b.rack, log_dirs=(LogDir("/disk0", 1000 * MB, online=False), *DIRS[1:]))
+                           if b.id == 0 else b for b in brokers], parts)
+    return {"rebalance-disks": disks.plan, "added replicas": added, "failed dirs": plan_fix_failed_dirs(failed)}
+
+
+@pytest.mark.parametrize("kind", ["rebalance-disks", "added replicas", "failed dirs"])
+def test_our_log_dirs_plans_follow_kafkas_json_rules(kind):
+    plan = jbod_plans()[kind]
+    assert plan.log_dirs, "the plan names no directory: nothing checked"
+    text = plan.to_json()
+    assert kafka_json_errors(text) == []
+    again = ReassignmentPlan.from_json(text)  # our parser: Kafka's checks and messages
+    assert again == plan and again.to_json() == text
+
+
+def test_the_json_shape_exactly():
+    """One entry per line, as Kafka's tool prints a proposed assignment; "any" where no
+    directory is asked; no log_dirs key when every directory is "any"."""
+    plan = ReassignmentPlan({TopicPartition("t", 0): (1, 2), TopicPartition("t", 1): (2, 3)},
+                            {TopicPartition("t", 0): ("/disk1", "any")})
+    assert plan.to_json() == (
+        '{"version":1,"partitions":[\n'
+        '{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["/disk1","any"]},\n'
+        '{"topic":"t","partition":1,"replicas":[2,3]}\n'
+        ']}\n')
+
+
+@pytest.mark.parametrize("entry, message", [
+    ('"replicas":[1,2],"log_dirs":["/d"]',
+     "Size of replicas list [1, 2] is different from size of log dirs list [/d] for partition t-0"),
+    ('"replicas":[1,2],"log_dirs":"/d"', "Expected `log_dirs` to be a list of strings"),
+    ('"replicas":[1,2],"log_dirs":[1,"any"]', "Expected `log_dirs` to be a list of strings"),
+])
+def test_log_dirs_against_kafkas_parse_rules_are_refused_with_its_messages(entry, message):
+    text = '{"version":1,"partitions":[{"topic":"t","partition":0,' + entry + '}]}'
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        ReassignmentPlan.from_json(text)
+
+
+def test_a_relative_log_dir_is_refused_before_execution():
+    from kafka_ops.executor.log_dirs import check_log_dir_paths
+
+    plan = ReassignmentPlan.from_json(
+        '{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["data/d1","any"]}]}')
+    assert kafka_json_errors(plan.to_json()) != []
+    with pytest.raises(ValidationError, match="neither \"any\" nor an absolute path"):
+        check_log_dir_paths(plan)
