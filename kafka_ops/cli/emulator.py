@@ -5,7 +5,8 @@ It loads a snapshot or a generator preset into the ZooKeeper it is given (or a p
 SIGTERM or SIGINT, then deregisters cleanly (its session ends, so every broker's ephemeral
 znode goes, as when a real cluster stops).
 
-``kafka-ops emulator fault --control-socket PATH stop-broker 3`` injects a fault into a running
+``kafka-ops emulator fault --control-socket PATH stop-broker 3`` (or ``fail-log-dir 3 /disk2``,
+a JBOD disk failure) injects a fault into a running
 emulator started with the same ``--control-socket``: a Unix socket (owner-only) carrying one
 JSON request per connection, so faults never travel through ZooKeeper, which belongs to Kafka.
 In-process, call ``Emulator.cluster.stop_broker`` and friends directly.
@@ -68,9 +69,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     for name, text in (("stop-broker", "kill a broker (its znode goes, leaders move)"),
                        ("start-broker", "restart a stopped broker"),
                        ("slow-broker", "multiply a broker's replication bandwidth"),
-                       ("fill-disk", "take a broker's log directory offline")):
+                       ("fill-disk", "take a broker's log directory offline"),
+                       ("fail-log-dir", "fail one log directory of a broker (JBOD disk failure)")):
         kind = kinds.add_parser(name, help=text)
         kind.add_argument("broker", type=int)
+        if name == "fail-log-dir":
+            kind.add_argument("path", help="the log directory, e.g. /var/kafka-logs-3")
+            kind.add_argument("--clear", action="store_true", help="the directory is back online")
         if name == "slow-broker":
             kind.add_argument("factor", type=float, help="e.g. 0.1 = ten times slower, 1 = normal")
         if name == "fill-disk":
@@ -141,6 +146,11 @@ def apply_fault(cluster: EmulatedCluster, request: dict) -> None:
         cluster.slow_broker(broker, float(request.get("factor", 1.0)))
     elif fault == "fill-disk":
         cluster.fill_disk(broker, bool(request.get("full", True)))
+    elif fault == "fail-log-dir":
+        path = request.get("path")
+        if not isinstance(path, str):
+            raise ValidationError(f"fail-log-dir needs a log directory path, got {path!r}")
+        cluster.fail_log_dir(broker, path, bool(request.get("failed", True)))
     else:
         raise ValidationError(f"unknown fault {fault!r}")
 
@@ -171,6 +181,9 @@ def _fault(args: argparse.Namespace) -> int:
         request["factor"] = args.factor
     if args.fault == "fill-disk":
         request["full"] = not args.clear
+    if args.fault == "fail-log-dir":
+        request["path"] = args.path
+        request["failed"] = not args.clear
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(30)
@@ -181,5 +194,6 @@ def _fault(args: argparse.Namespace) -> int:
         raise KafkaOpsError(f"cannot reach the emulator at {args.control_socket}: {e}") from None
     if "error" in reply or not reply.get("ok"):
         raise KafkaOpsError(f"fault refused: {reply.get('error', 'no answer')}")
-    print(f"{args.fault} {args.broker}: done")
+    print(f"{args.fault} {args.broker}" + (f" {args.path}" if args.fault == "fail-log-dir" else "")
+          + ": done")
     return 0

@@ -257,3 +257,70 @@ def test_zookeeper_mode_reads_log_dirs_from_brokers_behind_sasl(zk_connect, capl
         finally:
             backend.close()
     assert password not in caplog.text and password not in repr(backend)
+
+
+def test_emulator_cli_fails_a_log_dir_and_fix_offline_repairs_it(zk_connect, tmp_path):
+    """`kafka-ops emulator fault fail-log-dir` on a running emulator (own process): the
+    directory goes offline, its replicas leave the ISRs (seen in ZooKeeper), DescribeLogDirs
+    answers KAFKA_STORAGE_ERROR for it; then the workflow's fix-offline plan moves those
+    replicas to healthy brokers and directories."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from kafka_ops import workflow as wf
+    from kafka_ops.backends.zookeeper import ZooKeeperBackend
+    from kafka_ops.snapshot import model_to_dict
+
+    kafka_ops = str(Path(sys.executable).parent / "kafka-ops")
+    snapshot = tmp_path / "jbod.json"
+    snapshot.write_text(json.dumps(model_to_dict(jbod_cluster())))
+    control = str(tmp_path / "control.sock")
+    process = subprocess.Popen(
+        [kafka_ops, "emulator", "run", "--zookeeper", zk_connect, "--snapshot", str(snapshot), "--wire",
+         "--speed", "20", "--control-socket", control],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def fault(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([kafka_ops, "emulator", "fault", "--control-socket", control, *args],
+                              capture_output=True, text=True, timeout=60)
+
+    backend = None
+    try:
+        while not (line := process.stdout.readline()).startswith("emulator ready"):  # type: ignore[union-attr]
+            assert line, process.stderr.read()  # type: ignore[union-attr]
+        backend = ZooKeeperBackend(zk_connect, election_timeout_s=10.0)
+        hosted = {p.tp for p in backend.describe_cluster() if 1 in p.replicas}
+        refused = fault("fail-log-dir", "1", "/nowhere")
+        assert (refused.returncode, refused.stderr) == (
+            2, "error: fault refused: broker 1 has no log directory '/nowhere'\n")
+        done = fault("fail-log-dir", "1", "/disk0")
+        assert (done.returncode, done.stdout) == (0, "fail-log-dir 1 /disk0: done\n")
+        deadline = time.monotonic() + 30
+        while any(1 in p.isr for p in backend.describe_cluster() if p.tp in hosted):
+            assert time.monotonic() < deadline, "replicas of the failed directory stayed in the ISR"
+            time.sleep(0.1)
+        described = backend.describe_log_dirs([1])[1]
+        assert not next(d for d in described.dirs if d.path == "/disk0").online
+        snap = wf.read_cluster(backend, log_dirs=True)
+        plan = wf.make_plan(snap, {"mode": "fix-offline"}).reassignment()
+        assert hosted <= set(plan.replicas) and all(1 not in plan.replicas[tp] for tp in hosted)
+        wf.start_execution(backend, plan, tmp_path / "state", {"allow_under_replicated": True,
+                                                               "poll_interval": 0.2})
+        status = wf.execution_progress(tmp_path / "state")
+        deadline = time.monotonic() + 120
+        while not status.ended:
+            assert time.monotonic() < deadline, status
+            time.sleep(0.2)
+            status = wf.step_execution(backend, tmp_path / "state")
+        assert status.status == "completed", status.message
+        after = backend.describe_cluster()
+        for tp in hosted:
+            p = after.partitions[tp]
+            assert 1 not in p.replicas and set(p.isr) == set(p.replicas), p
+    finally:
+        if backend is not None:
+            backend.close()
+        process.terminate()
+        process.wait(timeout=30)
