@@ -4,7 +4,9 @@ Generates the "xl" preset (~270,000 replicas on 200 brokers), gives every broker
 directories of equal capacity and places replicas skewed the way JBOD clusters drift: one
 disk per broker takes ``--hot`` of its replicas, the rest are spread at random. Prints the
 planning time, the moves and bytes planned, and each broker's directory usage spread
-(max - min fraction of capacity, worst and mean over brokers) before and after. Asserts nothing.
+(max - min fraction of capacity, worst and mean over brokers) before and after; then the same
+through the workflow API (``make_plan`` with mode rebalance-disks, plus the approval digest an
+on-call reads: summary, rollback with the original directories, content hash). Asserts nothing.
 
     .venv/bin/python benchmarks/bench_jbod.py [--preset xl] [--seed 0] [--hot 0.3]
 """
@@ -19,6 +21,7 @@ import time
 from kafka_ops.generator import generate_cluster
 from kafka_ops.model import ClusterModel, LogDir
 from kafka_ops.planner.disks import plan_rebalance_disks
+from kafka_ops.workflow import approval_digest, make_plan
 
 DIRS = 12
 
@@ -62,6 +65,15 @@ def main() -> None:
         print(f"spread {label:<6} worst {m.worst_spread:6.3f}  mean {m.mean_spread:6.3f}  "
               f"directories over {args.threshold:.0%}: {len(m.over_threshold)}  brokers with "
               f"spread > 2 x band: {sum(1 for v in m.spread.values() if v > 2 * args.band)}")
+    start = time.perf_counter()
+    proposal = make_plan(model, {"mode": "rebalance-disks", "disk_threshold": args.threshold,
+                                 "disk_band": args.band})
+    planned = time.perf_counter()
+    digest = approval_digest(proposal.reassignment(), model, summary=proposal.summary)
+    print(f"workflow make_plan                    {planned - start:8.2f} s  "
+          f"({len(proposal.plan['partitions'])} partitions in the plan JSON)")
+    print(f"workflow approval digest              {time.perf_counter() - planned:8.2f} s  "
+          f"({digest.log_dir_moves} log-dir moves, {digest.log_dir_bytes / 1e12:.2f} TB)")
 
 
 if __name__ == "__main__":

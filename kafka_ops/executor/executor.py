@@ -289,6 +289,8 @@ class Executor:
                                           throttle=self.options.log_dirs_throttle, now=now,
                                           retry_grace=self.options.missing_grace, save=lambda: self._save(state))
             self._save(state)
+            finished = sum(m.final for m in state.dir_moves)
+            self._report(state, None, now, [], phase=f"log-dir moves {finished}/{len(state.dir_moves)}")
             return done
         # cancelled: drop the future replicas; paused: drop them too, the next run sends again
         dirs.stop_dir_moves(self.backend, state.dir_moves, now,
