@@ -1,17 +1,21 @@
 """Kafka's znodes in ZooKeeper mode: paths, and JSON encoded and decoded like Kafka's ZkData.
 
-Written from the schemas in Kafka's ``core/src/main/scala/kafka/zk/ZkData.scala`` (up to 3.9),
-independently of the emulator, so the two cross-check each other. Decoding is strict where Kafka
-is strict (types of ids and replica lists) and lenient where Kafka is lenient (missing
+Written from the schemas in Kafka's ``core/src/main/scala/kafka/zk/ZkData.scala`` (up to 3.9).
+The one place for these paths and formats: the ZooKeeper backend reads and writes with them, and
+the emulator's ZooKeeper face (the broker and controller side) writes with the encoders at the
+end of this module (the emulator writes with the encoders, the backend reads with the strict
+decoders, so every emulator-backed test exercises both). Decoding is strict where Kafka is
+strict (types of ids and replica lists) and lenient where Kafka is lenient (missing
 ``adding_replicas``/``removing_replicas`` maps decode as empty, unknown fields are ignored). Any
-znode we cannot understand raises ClusterStateError naming the znode: a backend must never
-crash on, or silently misread, a cluster's metadata.
+znode we cannot understand raises ClusterStateError naming the znode: a backend must never crash
+on, or silently misread, a cluster's metadata.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -266,3 +270,135 @@ def encode_config(config: Mapping[str, str]) -> bytes:
 def encode_config_change(entity_type: str, name: str) -> bytes:
     """ConfigEntityChangeNotificationSequenceZNode, version 2."""
     return _dumps({"version": 2, "entity_path": f"{entity_type}/{name}"})
+
+
+# -- what Kafka's brokers and controller write, and read back leniently ----------------------
+# The emulator plays the broker side of the znodes above with these (kafka_ops.emulator.zk_*):
+# the JSON Kafka's brokers and controller write (dicts; ``encode`` makes the bytes), and the
+# controller's lenient reading of the admin znodes (ValueError, logged and skipped there),
+# which differs on purpose from the strict ``decode_*`` a tool needs.
+CONTROLLER_EPOCH = "/controller_epoch"
+CONFIG_CHANGES = "/config/changes"
+CLUSTER_ID = "/cluster/id"
+# ZkData.PersistentZkPaths, plus the parents Kafka creates on the way.
+PERSISTENT_PATHS = (
+    "/consumers", "/brokers", BROKER_IDS, TOPICS, "/brokers/seqid", "/config", CONFIG_CHANGES,
+    "/admin", "/admin/delete_topics", "/isr_change_notification", "/latest_producer_id_block",
+    "/log_dir_event_notification", "/config/topics", "/config/clients", "/config/users",
+    "/config/brokers", "/config/ips", "/cluster",
+)
+#: A partition's assignment as the topic znode holds it: replicas, adding, removing.
+Assignment = tuple[list[int], list[int], list[int]]
+
+
+def encode(data: Any) -> bytes:
+    return _dumps(data)
+
+
+def topic_id_string(topic_id: str) -> str:
+    """Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, no padding."""
+    return base64.urlsafe_b64encode(uuid.UUID(topic_id).bytes).rstrip(b"=").decode()
+
+
+def topic_id_from_string(text: str) -> str:
+    return str(uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))))
+
+
+def broker_json(broker_id: int, host: str, port: int, rack: str | None,
+                timestamp_ms: int, jmx_port: int = -1) -> dict:
+    """BrokerInfo v5 (IBP >= 2.7): one PLAINTEXT listener; rack only when set."""
+    data: dict[str, Any] = {
+        "features": {},
+        "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+        "endpoints": [f"PLAINTEXT://{host}:{port}"],
+        "jmx_port": jmx_port,
+        "port": port,
+        "host": host,
+        "version": 5,
+        "timestamp": str(timestamp_ms),
+    }
+    if rack is not None:
+        data["rack"] = rack
+    return data
+
+
+def topic_json(topic_id: str | None, partitions: dict[int, Assignment]) -> dict:
+    """TopicZNode (version 3; ``topic_id`` when known): adding/removing maps are always
+    present and hold only non-empty lists, as ``TopicZNode.encode`` writes them."""
+    data: dict[str, Any] = {
+        "version": 3,
+        "partitions": {str(p): a[0] for p, a in sorted(partitions.items())},
+        "adding_replicas": {str(p): a[1] for p, a in sorted(partitions.items()) if a[1]},
+        "removing_replicas": {str(p): a[2] for p, a in sorted(partitions.items()) if a[2]},
+    }
+    if topic_id is not None:
+        data["topic_id"] = topic_id_string(topic_id)
+    return data
+
+
+def state_json(leader: int, leader_epoch: int, isr: list[int], controller_epoch: int) -> dict:
+    """TopicPartitionStateZNode v1 (leader_recovery_state omitted: always RECOVERED here)."""
+    return {"controller_epoch": controller_epoch, "leader": leader, "version": 1,
+            "leader_epoch": leader_epoch, "isr": list(isr)}
+
+
+def controller_json(broker_id: int, timestamp_ms: int) -> dict:
+    return {"version": 2, "brokerid": broker_id, "timestamp": str(timestamp_ms),
+            "kraftControllerEpoch": -1}
+
+
+def config_json(config: dict[str, str]) -> dict:
+    return {"version": 1, "config": dict(config)}
+
+
+def _lenient_int_list(value: Any, what: str) -> list[int]:
+    if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise ValueError(f"{what} must be a list of integers, got {value!r}")
+    return list(value)
+
+
+def parse_topic(raw: bytes) -> tuple[str | None, dict[int, Assignment]]:
+    """A topic znode (v1-v3): topic id (None if absent) and per-partition RS/AR/RR."""
+    data = json.loads(raw)
+    if not isinstance(data, dict) or not isinstance(data.get("partitions"), dict):
+        raise ValueError("no partitions map")
+    adding = data.get("adding_replicas") or {}
+    removing = data.get("removing_replicas") or {}
+    partitions = {
+        int(p): (_lenient_int_list(reps, f"partition {p}"),
+                 _lenient_int_list(adding.get(p, []), f"adding {p}"),
+                 _lenient_int_list(removing.get(p, []), f"removing {p}"))
+        for p, reps in data["partitions"].items()
+    }
+    topic_id = data.get("topic_id")
+    return (topic_id_from_string(topic_id) if topic_id else None), partitions
+
+
+def parse_reassignment(raw: bytes) -> dict[TopicPartition, list[int]]:
+    """/admin/reassign_partitions with Jackson's strictness; ValueError when unparseable."""
+    data = json.loads(raw)
+    if not isinstance(data, dict) or not isinstance(data.get("partitions", []), list):
+        raise ValueError("expected {\"version\":1,\"partitions\":[...]}")
+    out = {}
+    for entry in data.get("partitions", []):
+        if not isinstance(entry, dict) or set(entry) - {"topic", "partition", "replicas"}:
+            raise ValueError(f"bad entry {entry!r}")
+        topic, partition = entry.get("topic"), entry.get("partition")
+        if not isinstance(topic, str) or not isinstance(partition, int) or isinstance(
+                partition, bool):
+            raise ValueError(f"bad entry {entry!r}")
+        out[TopicPartition(topic, partition)] = _lenient_int_list(entry.get("replicas"), "replicas")
+    return out
+
+
+def reassignment_json(entries: dict[TopicPartition, list[int]]) -> dict:
+    return {"version": 1, "partitions": [
+        {"topic": tp.topic, "partition": tp.partition, "replicas": reps}
+        for tp, reps in entries.items()
+    ]}
+
+
+def now_ms() -> int:
+    """The wall-clock timestamp Kafka writes into broker and controller znodes."""
+    return int(time.time() * 1000)

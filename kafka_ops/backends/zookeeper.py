@@ -15,8 +15,9 @@ Counter recipe), so we never overwrite what the controller wrote in between.
 
 Cancelling: ZooKeeper mode has no cancel API. We do what operators did: drop the partitions from
 /admin/reassign_partitions, rewrite each topic znode to its original replicas (RS minus AR, no
-AR/RR), then delete /controller so a new controller reloads the topic znodes and stops the
-moves. The replicas already created on target brokers are deleted by that controller.
+AR/RR), then delete /controller (``force_controller_failover``: a cluster-wide controller
+election behind a per-partition call) so a new controller reloads the topic znodes and stops
+the moves. The replicas already created on target brokers are deleted by that controller.
 """
 
 from __future__ import annotations
@@ -640,14 +641,28 @@ class ZooKeeperBackend:
                 return zk.encode_topic(zk.TopicZnode(partitions, adding, removing, znode.topic_id))
 
             self._update(zk.topic_path(topic), revert)
+        self.force_controller_failover(f"cancel the reassignment of {len(partitions)} partitions")
+        log.info("cancelled the reassignment of %d partitions", len(partitions))
+
+    def force_controller_failover(self, reason: str) -> None:
+        """Delete ``/controller``: a CLUSTER-WIDE controller election, the only way ZooKeeper-mode
+        Kafka has to make a controller re-read the topic znodes (how operators cancelled
+        reassignments before KIP-455's API).
+
+        Every per-partition cancel in ZooKeeper mode ends here, so cancelling one partition
+        costs the whole cluster a failover: the new controller (lowest live broker that wins the
+        race, controller epoch + 1) reloads every topic znode, resumes the reassignments still
+        listed with adding/removing replicas and drops the ones rewritten to plain replicas.
+        Produce and consume traffic is not interrupted, but admin requests are refused with
+        NOT_CONTROLLER for the election's duration. Logged at WARNING with ``reason``. See
+        docs/operator-guide.md ("Cancelling in ZooKeeper mode").
+        """
+        log.warning("deleting %s to force a controller failover (cluster-wide) to %s",
+                    zk.CONTROLLER, reason)
         try:
             self._client.delete(zk.CONTROLLER)
         except NoNodeError:
             pass  # no controller now: the next one loads the reverted znodes anyway
-        log.info(
-            "cancelled the reassignment of %d partitions; controller failover triggered",
-            len(partitions),
-        )
 
     # -- configs -------------------------------------------------------------------------
     def _config_entity(self, resource: ConfigResource) -> tuple[str, str]:

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from kafka_ops.backends.zk_paths import BROKER_IDS, CONTROLLER, TOPICS, parse_topic
 from kafka_ops.emulator.cluster import EmulatedCluster
-from kafka_ops.emulator.zk_face import BROKER_IDS, CONTROLLER, TOPICS, parse_topic
 
 
 def mirror_differences(cluster: EmulatedCluster, zk: KazooClient, limit: int = 20) -> list[str]:

@@ -21,16 +21,16 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from kafka_ops.emulator.clock import ManualClock
-from kafka_ops.emulator.cluster import EmulatedCluster
-from kafka_ops.emulator.runtime import Emulator
-from kafka_ops.emulator.zk_face import (
-    ZooKeeperFace,
+from kafka_ops.backends.zk_paths import (
     parse_reassignment,
     parse_topic,
     topic_id_from_string,
     topic_id_string,
 )
+from kafka_ops.emulator.clock import ManualClock
+from kafka_ops.emulator.cluster import EmulatedCluster
+from kafka_ops.emulator.runtime import Emulator
+from kafka_ops.emulator.zk_face import ZooKeeperFace
 from kafka_ops.errors import KafkaOpsError
 from kafka_ops.generator import generate_cluster
 from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition, TopicPartition
