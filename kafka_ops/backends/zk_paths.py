@@ -279,6 +279,10 @@ def encode_config_change(entity_type: str, name: str) -> bytes:
 # which differs on purpose from the strict ``decode_*`` a tool needs.
 CONTROLLER_EPOCH = "/controller_epoch"
 CONFIG_CHANGES = "/config/changes"
+LOG_DIR_EVENTS = "/log_dir_event_notification"
+#: A broker's sequential notice that a log directory failed (LogDirEventNotificationSequenceZNode).
+LOG_DIR_EVENT_PREFIX = LOG_DIR_EVENTS + "/log_dir_event_"
+LOG_DIR_FAILURE_EVENT = 1
 CLUSTER_ID = "/cluster/id"
 # ZkData.PersistentZkPaths, plus the parents Kafka creates on the way.
 PERSISTENT_PATHS = (
@@ -293,6 +297,11 @@ Assignment = tuple[list[int], list[int], list[int]]
 
 def encode(data: Any) -> bytes:
     return _dumps(data)
+
+
+def log_dir_event_json(broker_id: int) -> dict[str, int]:
+    """What a broker writes when one of its log directories fails (LogDirEventNotificationZNode)."""
+    return {"version": 1, "broker": broker_id, "event": LOG_DIR_FAILURE_EVENT}
 
 
 def topic_id_string(topic_id: str) -> str:

@@ -323,6 +323,12 @@ def _print_state(state: ExecutionState, as_json: bool) -> None:
     print("tasks: " + ", ".join(f"{k} {v}" for k, v in counts.items() if v) + f"; skipped {len(state.skipped)}")
     for tp, info in list(data["in_flight"].items())[:20]:
         print(f"  moving {tp} -> {info['replicas']} (step {info['step']}/{info['steps']})")
+    if data["log_dir_moves"]:
+        print("log-dir moves: " + ", ".join(f"{k} {v}" for k, v in data["log_dir_moves"].items() if v))
+        for replica, move in list(data["in_flight_log_dirs"].items())[:20]:
+            print(f"  moving {replica}: {move['from']} -> {move['to']}")
+    if state.dir_throttled:
+        print(f"log-dir throttle recorded on broker(s) {','.join(map(str, sorted(state.dir_throttled)))}")
     if state.throttles.topics or state.throttles.brokers:
         print(f"throttles recorded on {len(state.throttles.topics)} topics and "
               f"{len(state.throttles.brokers)} brokers")

@@ -100,7 +100,8 @@ class BrokerFaults(ReplicationModel):
 
     def fail_log_dir(self, broker_id: int, path: str, failed: bool = True) -> None:
         """A disk fails (KIP-112): the directory goes offline and its replicas go offline on
-        that broker (they leave ISRs, lose leadership); the broker stays registered."""
+        that broker (they leave ISRs, lose leadership); the broker stays registered.
+        ``failed=False`` brings it back (in Kafka: the broker restarted with the disk fixed)."""
         with self.lock:
             self.tick()
             dirs = self.log_dirs.dirs.get(broker_id, {})
@@ -108,15 +109,34 @@ class BrokerFaults(ReplicationModel):
                 raise ValidationError(f"broker {broker_id} has no log directory {path!r}")
             if dirs[path].online != failed:
                 return
-            tps = self.log_dirs.set_online(broker_id, path, not failed)
-            self._dirty = True
-            self._emit("log_dir_fault", broker=broker_id, path=path, failed=failed)
-            if not self._online(broker_id):
+            self._set_dir_online(broker_id, path, not failed, reason="failed" if failed else "repaired")
+
+    def _set_dir_online(self, broker_id: int, path: str, online: bool, reason: str) -> None:
+        """The directory fails or comes back. The broker stops serving a failed directory's
+        replicas at once; the controller takes them offline (leaders elsewhere, out of the
+        ISRs) now, or in ZooKeeper mode when the broker's log_dir_event_notification reaches
+        it (``handle_log_dir_event``)."""
+        tps = self.log_dirs.set_online(broker_id, path, online)
+        self._dirty = True
+        self._emit("log_dir_fault", broker=broker_id, path=path, failed=not online, reason=reason)
+        if not self._online(broker_id):
+            return
+        if online:
+            self._replicas_online(broker_id, tps)
+        elif not self.log_dir_notifications:
+            self._replicas_offline(broker_id, tps)
+
+    def handle_log_dir_event(self, broker_id: int) -> None:
+        """The controller's LogDirEventNotification handling: every replica of the broker in
+        an offline directory becomes an OfflineReplica (leadership moves, ISR shrinks)."""
+        with self.lock:
+            self.tick()
+            if broker_id not in self.brokers or not self._online(broker_id):
                 return
-            if failed:
-                self._replicas_offline(broker_id, tps)
-            else:
-                self._replicas_online(broker_id, tps)
+            offline = sorted(tp for tp in self._by_broker.get(broker_id, ())
+                             if not self.log_dirs.online(tp, broker_id))
+            if offline:
+                self._replicas_offline(broker_id, offline)
 
     def _elect_controller(self) -> None:
         live = sorted(b for b, broker in self.brokers.items() if broker.alive)

@@ -18,6 +18,10 @@ Fidelity choices (each follows a named Kafka class; see kafka-reassignment-proto
   unless enabled.
 * A full disk takes the broker's log directory offline, as Kafka does on a log-dir failure:
   its replicas leave the ISR and lose leadership, though the broker stays registered.
+* JBOD (``log_dirs``): a failed directory, or one whose replicas and future replicas outgrow
+  its capacity (a write Kafka cannot make), goes offline with its replicas on that broker; in
+  mode "zk" with a ZooKeeper face the controller acts on the broker's
+  ``/log_dir_event_notification`` znode (``handle_log_dir_event``), elsewhere at once.
 
 Replication (``tick``) is computed in closed form: fetch rates are piecewise constant, each
 fetch's catch-up moment is known in advance (a heap), and time stops exactly there, so results

@@ -9,6 +9,7 @@ fidelity choices and how the jobs are combined.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import uuid
 from collections import defaultdict
@@ -86,8 +87,13 @@ class ClusterCore:
         self._by_broker: dict[int, set[TopicPartition]] = defaultdict(set)
         self.log_dirs = LogDirs()
         for b in model.brokers.values():  # a broker without known directories has one
-            self.log_dirs.add_broker(b.id, b.log_dirs or (LogDir(LOG_DIR, b.capacity.disk_bytes),))
+            self.log_dirs.add_broker(b.id, b.log_dirs or (LogDir(LOG_DIR, b.capacity.disk_bytes),),
+                                     enforce=bool(b.log_dirs))
         self._log_dirs_at = self._time
+        self._capacity_checked_at = -math.inf
+        #: Set by the ZooKeeper face: a failed directory reaches the controller through
+        #: /log_dir_event_notification (``handle_log_dir_event``), as in Kafka's ZooKeeper mode.
+        self.log_dir_notifications = False
         for p in model:
             self._load(p)
         live = sorted(b for b, broker in self.brokers.items() if broker.alive)

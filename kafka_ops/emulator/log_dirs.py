@@ -15,12 +15,18 @@ Kafka's semantics kept here:
   answers NOT_LEADER_OR_FOLLOWER (the reassign tool retries until the replica exists);
   an unknown directory is LOG_DIR_NOT_FOUND, an offline one KAFKA_STORAGE_ERROR.
 * A failed directory (KIP-112) is offline: its replicas are offline on that broker.
+* A directory of known capacity that fills up fails like a disk that cannot take a write
+  (Kafka's log append raises an IOException, LogDirFailureChannel takes the directory offline:
+  KafkaStorageException from then on). Only directories the cluster was given explicitly are
+  enforced; a broker's synthesized single directory is not (its size is the broker's disk,
+  which other faults model).
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafka_ops.model import LogDir, TopicPartition
@@ -38,6 +44,7 @@ class Directory:
     path: str
     capacity_bytes: int  # 0 = unknown
     online: bool = True
+    enforced: bool = False  # fails when its replicas outgrow capacity_bytes
 
 
 @dataclass
@@ -55,9 +62,31 @@ class LogDirs:
         self.futures: dict[Replica, Future] = {}
         self.preferred: dict[Replica, str] = {}
         self._members: dict[tuple[int, str], set[TopicPartition]] = defaultdict(set)
+        self.enforced = False  # any directory enforces its capacity
 
-    def add_broker(self, broker_id: int, dirs: tuple[LogDir, ...]) -> None:
-        self.dirs[broker_id] = {d.path: Directory(d.path, d.capacity_bytes, d.online) for d in dirs}
+    def add_broker(self, broker_id: int, dirs: tuple[LogDir, ...], enforce: bool = False) -> None:
+        self.dirs[broker_id] = {d.path: Directory(d.path, d.capacity_bytes, d.online,
+                                                  enforce and d.capacity_bytes > 0) for d in dirs}
+        self.enforced = self.enforced or any(
+            d.enforced for d in self.dirs[broker_id].values())
+
+    def full(self, replica_bytes: Callable[[TopicPartition, int], float]) -> list[tuple[int, str]]:
+        """Online enforced directories whose replicas (and future replicas copying into them)
+        hold more than their capacity: each fails as a disk that cannot take a write."""
+        if not self.enforced:
+            return []
+        copying: dict[tuple[int, str], float] = defaultdict(float)
+        for (_, b), f in self.futures.items():
+            copying[b, f.target] += f.copied
+        out = []
+        for b, dirs in self.dirs.items():
+            for d in dirs.values():
+                if not (d.enforced and d.online):
+                    continue
+                used = copying[b, d.path] + sum(replica_bytes(tp, b) for tp in self._members.get((b, d.path), ()))
+                if used > d.capacity_bytes:
+                    out.append((b, d.path))
+        return out
 
     def place(self, tp: TopicPartition, broker: int, path: str | None = None) -> None:
         """A replica appears on the broker: in ``path`` if given, else where Kafka puts it."""

@@ -54,6 +54,27 @@ class ReplicationModel(ClusterCore):
             if target > self._time or self._dirty:
                 self._advance(max(target, self._time))
             self._copy_log_dirs()
+            self._check_dir_capacity()
+
+    def _check_dir_capacity(self) -> None:
+        """Directories that outgrew their capacity fail (a write that does not fit is an
+        IOException in Kafka: the directory goes offline). Checked at most once per emulated
+        second: a check costs O(replicas in directories of known capacity)."""
+        if not self.log_dirs.enforced or self._time - self._capacity_checked_at < 1.0:
+            return
+        self._capacity_checked_at = self._time
+
+        def size(tp: TopicPartition, broker: int) -> float:
+            p = self.partitions[tp]
+            self._sync(p, self._time)
+            return p.replica_bytes.get(broker, 0.0)
+
+        for broker, path in self.log_dirs.full(size):
+            self._set_dir_online(broker, path, False, reason="full")
+
+    def _set_dir_online(self, broker_id: int, path: str, online: bool, reason: str) -> None:
+        """Supplied by ``brokers.BrokerFaults``."""
+        raise NotImplementedError
 
     def _copy_log_dirs(self) -> None:
         """Future replicas copy up to now at their brokers' alter-log-dirs throttle."""

@@ -62,6 +62,7 @@ from kafka_ops.backends.zk_paths import (
     BROKER_IDS,
     CONFIG_CHANGES,
     CONTROLLER,
+    LOG_DIR_EVENTS,
     PREFERRED_REPLICA_ELECTION,
     REASSIGN_PARTITIONS,
     TOPICS,
@@ -139,12 +140,14 @@ class ZooKeeperFace(ZkBootstrap, ZkMirror, ZkReactions):
             with self.cluster.lock:
                 ops = self._bootstrap_ops()
                 self.cluster.add_listener(self._on_cluster_event)
+                self.cluster.log_dir_notifications = True
             self._bulk(ops)
             self._sync_broker_epochs(
                 [b.id for b in self.cluster.brokers.values() if b.alive])
             self._arm_watches()
         except BaseException:
             self.cluster.remove_listener(self._on_cluster_event)
+            self.cluster.log_dir_notifications = False
             self._client.stop()
             self._client.close()
             self._client = None
@@ -166,6 +169,7 @@ class ZooKeeperFace(ZkBootstrap, ZkMirror, ZkReactions):
 
     def stop(self) -> None:
         self.cluster.remove_listener(self._on_cluster_event)
+        self.cluster.log_dir_notifications = False
         self._stopping.set()
         if self._worker is not None:
             self._queue.put(None)
@@ -221,6 +225,7 @@ class ZooKeeperFace(ZkBootstrap, ZkMirror, ZkReactions):
         self.client.exists(PREFERRED_REPLICA_ELECTION, watch=self._watch("preferred"))
         self.client.exists(CONTROLLER, watch=self._watch("controller"))
         self.client.get_children(TOPICS, watch=self._watch("topics"))
+        self.client.get_children(LOG_DIR_EVENTS, watch=self._watch("log_dir_events"))
         notices = self.client.get_children(CONFIG_CHANGES, watch=self._watch("notices"))
         if initial:
             self._last_notice = max((notice_sequence(n) for n in notices), default=-1)
@@ -231,6 +236,7 @@ class ZooKeeperFace(ZkBootstrap, ZkMirror, ZkReactions):
         # Present at start or created while unwatched: checked as any event would be.
         self._queue.put(("zk", "reassign", None))
         self._queue.put(("zk", "preferred", None))
+        self._queue.put(("zk", "log_dir_events", None))
         if not initial:  # partitions an operator added while we were away
             for topic in self._assignments:
                 self._queue.put(("zk", "topic", topic))

@@ -15,12 +15,14 @@ from kafka_ops.backends.zk_paths import (
     CONFIG_CHANGE_PREFIX,
     CONTROLLER,
     CONTROLLER_EPOCH,
+    LOG_DIR_EVENT_PREFIX,
     REASSIGN_PARTITIONS,
     TOPICS,
     broker_json,
     config_json,
     controller_json,
     encode,
+    log_dir_event_json,
     now_ms,
     parse_reassignment,
     reassignment_json,
@@ -51,6 +53,13 @@ class ZkMirror:
 
     def _on_broker_stopped(self, event: Event) -> None:
         self._writer.delete(f"{BROKER_IDS}/{event.broker}")
+
+    def _on_log_dir_fault(self, event: Event) -> None:
+        """A failed directory: the broker's LogDirFailureHandler writes a sequential
+        notification, which the controller's watch picks up (``_process_log_dir_events``)."""
+        if event.data["failed"]:
+            self._writer.create(LOG_DIR_EVENT_PREFIX, encode(log_dir_event_json(event.broker)),
+                                sequence=True)
 
     def _on_controller_changed(self, event: Event) -> None:
         self._write(CONTROLLER_EPOCH, str(event.data["epoch"]).encode())

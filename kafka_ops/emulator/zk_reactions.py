@@ -17,6 +17,7 @@ from kazoo.protocol.states import EventType
 from kafka_ops.backends.zk_paths import (
     CONFIG_CHANGES,
     CONTROLLER,
+    LOG_DIR_EVENTS,
     PREFERRED_REPLICA_ELECTION,
     REASSIGN_PARTITIONS,
     TOPICS,
@@ -64,6 +65,28 @@ class ZkReactions:
             self._process_topic_change(detail)
         elif name == "notices":
             self._process_notices()
+        elif name == "log_dir_events":
+            self._process_log_dir_events()
+
+    def _process_log_dir_events(self) -> None:
+        """Kafka's LogDirEventNotificationHandler: each notice names a broker whose replicas
+        in failed directories go offline; processed notices are deleted."""
+        children = sorted(self.client.get_children(LOG_DIR_EVENTS, watch=self._watch("log_dir_events")))
+        for name in children:
+            path = f"{LOG_DIR_EVENTS}/{name}"
+            try:
+                data, _ = self.client.get(path)
+                broker = int(json.loads(data)["broker"])
+            except NoNodeError:
+                continue
+            except (ValueError, KeyError, TypeError) as e:
+                log.warning("ignoring unreadable log dir event %s: %s", path, e)
+            else:
+                self.cluster.handle_log_dir_event(broker)
+            try:
+                self.client.delete(path)
+            except NoNodeError:
+                pass
 
     def _register_and_check(self, path: str, name: str) -> bool:
         """Kafka's registerZNodeChangeHandlerAndCheckExistence: re-arm the watch and read

@@ -184,7 +184,12 @@ def stop_dir_moves(backend: Any, moves: list[DirMove], now: float, *, then: str)
     next run sends them again). Pending moves are cancelled on a cancel, kept on a pause."""
     moving = [m for m in moves if m.state == MOVING]
     if moving:
-        described = backend.describe_log_dirs(sorted({m.broker for m in moving}))
+        described = {}
+        for b in sorted({m.broker for m in moving}):
+            try:
+                described.update(backend.describe_log_dirs([b]))
+            except KafkaOpsError as e:  # a dead broker: its moves are sent again on resume
+                log.warning("cannot reach broker %d to stop its log-dir moves: %s", b, e)
         back = {m.key: described[m.broker].replicas[m.tp] for m in moving
                 if m.broker in described and m.tp in described[m.broker].replicas}
         answers = backend.alter_replica_log_dirs(back) if back else {}

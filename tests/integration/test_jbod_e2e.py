@@ -152,10 +152,16 @@ def test_mixed_plan_runs_the_reassignment_then_the_log_dir_moves(jbod: Emulated)
 
 def test_a_failed_directory_is_repaired(jbod: Emulated):
     jbod.cluster.fail_log_dir(1, "/disk0")
+    # In ZooKeeper mode the controller acts on the broker's log_dir_event_notification: wait.
+    deadline = time.monotonic() + 15
     broken = describe_cluster_with_log_dirs(jbod.backend)
+    while any(1 in p.isr for p in broken if 1 in p.replicas):
+        assert time.monotonic() < deadline, "replicas of the failed directory stayed in the ISR"
+        time.sleep(0.05)
+        broken = describe_cluster_with_log_dirs(jbod.backend)
     assert not broken.brokers[1].log_dir("/disk0").online and broken.brokers[1].alive
     hit = [p for p in broken if 1 in p.replicas]
-    assert hit and all(1 not in p.isr for p in hit)
+    assert hit
     plan = plan_fix_failed_dirs(broken)
     assert set(plan.replicas) == {p.tp for p in hit}
     report = Executor(jbod.backend, plan, options=ExecutionOptions(poll_interval=1.0,
@@ -189,7 +195,13 @@ def test_cli_plans_and_executes_rebalance_disks_over_the_admin_api(tmp_path, cap
                      "--state-dir", str(tmp_path / "state"),
                      "--replica-alter-log-dirs-throttle", str(50 * MB)]) == 0
         out = capsys.readouterr().out
-        assert f"log-dir moves: {len(log_dir_moves(plan))} moved" in out
+        moves = len(log_dir_moves(plan))
+        assert f"log-dir moves: {moves} moved" in out
+        assert main(["status", "--state-dir", str(tmp_path / "state")]) == 0
+        assert f"log-dir moves: completed {moves}" in capsys.readouterr().out
+        assert main(["verify", str(plan_file), *where]) == 0
+        out = capsys.readouterr().out
+        assert out.count("completed successfully") >= moves and "Clearing broker-level throttles" in out
         backend = AdminApiBackend(emulator.bootstrap_servers, request_timeout_s=15.0)
         try:
             model = describe_cluster_with_log_dirs(backend)
@@ -324,3 +336,48 @@ def test_emulator_cli_fails_a_log_dir_and_fix_offline_repairs_it(zk_connect, tmp
             backend.close()
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_zookeeper_mode_a_failed_dir_reaches_the_controller_through_log_dir_event_notification(zk_connect):
+    """Kafka's ZooKeeper mode: the broker writes /log_dir_event_notification/log_dir_event_N,
+    the controller takes the replicas offline (the ISR in the partition state znodes shrinks)
+    and deletes the notification. A notification written by hand (as a broker would) is
+    processed and deleted too."""
+    import json
+    import re
+
+    from kazoo.client import KazooClient
+
+    events = "/log_dir_event_notification"
+    with zookeeper_jbod(jbod_cluster(), zk_connect) as e:
+        zk = KazooClient(hosts=zk_connect)
+        zk.start(timeout=15)
+        try:
+            hosted = [p.tp for p in e.backend.describe_cluster() if 1 in p.replicas]
+            before = zk.exists(events).cversion
+            e.cluster.fail_log_dir(1, "/disk0")
+
+            def isr(tp: TopicPartition) -> list[int]:
+                data, _ = zk.get(f"/brokers/topics/{tp.topic}/partitions/{tp.partition}/state")
+                return json.loads(data)["isr"]
+
+            def settled(changes: int) -> bool:
+                stat = zk.exists(events)
+                return stat.cversion - before >= changes and stat.numChildren == 0
+
+            deadline = time.monotonic() + 15
+            while any(1 in isr(tp) for tp in hosted) or not settled(2):
+                assert time.monotonic() < deadline, [isr(tp) for tp in hosted]
+                time.sleep(0.05)
+            assert zk.exists(events).cversion - before == 2  # one notification: created, deleted
+            # A notification as a broker writes it: read, acted on (nothing more offline), deleted.
+            path = zk.create(events + "/log_dir_event_", b'{"version":1,"broker":1,"event":1}', sequence=True)
+            assert re.fullmatch(events + r"/log_dir_event_\d{10}", path)
+            deadline = time.monotonic() + 15
+            while not settled(4):
+                assert time.monotonic() < deadline, "the controller left the notification"
+                time.sleep(0.05)
+            assert all(1 not in isr(tp) for tp in hosted)
+        finally:
+            zk.stop()
+            zk.close()

@@ -329,3 +329,60 @@ def test_a_relative_log_dir_is_refused_before_execution():
     assert kafka_json_errors(plan.to_json()) != []
     with pytest.raises(ValidationError, match="neither \"any\" nor an absolute path"):
         check_log_dir_paths(plan)
+
+
+# -- directory capacity: a full directory fails like a disk that cannot take a write -------------
+def small_dirs_cluster(bytes_in: float = 0.0) -> tuple[EmulatedCluster, ManualClock]:
+    """Brokers 0-2, directories /big (1000 MB) and /small (30 MB); t-0 (50 MB) in /big."""
+    dirs = (LogDir("/big", 1000 * MB), LogDir("/small", 30 * MB))
+    brokers = [Broker(i, rack=f"r{i}", log_dirs=dirs) for i in range(3)]
+    part = Partition("t", 0, (0, 1, 2), 0, (0, 1, 2), size_bytes=50 * MB, bytes_in_per_sec=bytes_in,
+                     log_dirs=("/big", "/big", "/big"))
+    small = Partition("t", 1, (0, 1, 2), 0, (0, 1, 2), size_bytes=20 * MB, bytes_in_per_sec=bytes_in,
+                      log_dirs=("/small", "/big", "/big"))
+    clock = ManualClock()
+    return EmulatedCluster(ClusterModel(brokers, [part, small]), mode="kraft", clock=clock), clock
+
+
+def test_a_copy_that_does_not_fit_fails_the_target_directory_not_the_replica():
+    cluster, clock = small_dirs_cluster()
+    t0 = TopicPartition("t", 0)
+    cluster.set_broker_config(0, {"replica.alter.log.dirs.io.max.bytes.per.second": str(MB)})
+    assert cluster.alter_replica_log_dirs(0, {t0: "/small"}) == {t0: 0}
+    for _ in range(9):  # 20 MB there already: the 50 MB copy outgrows 30 MB after ~10 s
+        clock.advance(1.0)
+        cluster.tick()
+    assert cluster.log_dirs.dirs[0]["/small"].online
+    clock.advance(2.0)
+    cluster.tick()
+    dirs = {path: (error, entries) for path, error, _, entries in cluster.describe_log_dirs_full(0)}
+    assert dirs["/small"] == (56, [])  # KAFKA_STORAGE_ERROR: the directory is offline
+    assert cluster.log_dirs.futures == {} and cluster.log_dirs.placement[t0, 0] == "/big"
+    model = cluster.to_model()
+    assert 0 in model.partition("t", 0).isr  # the replica being copied is fine where it was
+    assert 0 not in model.partition("t", 1).isr and model.partition("t", 1).leader != 0  # t-1 was in /small
+    assert [e.data["reason"] for e in cluster.events if e.kind == "log_dir_fault"] == ["full"]
+    assert cluster.alter_replica_log_dirs(0, {t0: "/small"}) == {t0: 56}
+
+
+def test_produce_traffic_filling_a_directory_takes_its_replicas_offline():
+    cluster, clock = small_dirs_cluster(bytes_in=MB)  # t-1 grows 1 MB/s in /small: full at ~10 s
+    clock.advance(8.0)
+    cluster.tick()
+    assert cluster.log_dirs.dirs[0]["/small"].online
+    clock.advance(4.0)
+    cluster.tick()
+    assert not cluster.log_dirs.dirs[0]["/small"].online
+    model = cluster.to_model()
+    assert 0 not in model.partition("t", 1).isr and model.partition("t", 1).leader in (1, 2)
+    assert 0 in model.partition("t", 0).isr  # /big is fine
+    assert failed_replicas(model) == [(model.partition("t", 1), 0)]
+
+
+def test_a_brokers_single_synthesized_directory_is_not_enforced():
+    """Brokers without known directories get one (their disk): other faults model it."""
+    brokers = [Broker(i, rack=f"r{i}") for i in range(3)]
+    part = Partition("t", 0, (0, 1, 2), 0, (0, 1, 2), size_bytes=50 * MB)
+    cluster = EmulatedCluster(ClusterModel(brokers, [part]), mode="kraft", clock=ManualClock())
+    cluster.tick()
+    assert not cluster.log_dirs.enforced
