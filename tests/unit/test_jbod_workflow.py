@@ -277,3 +277,22 @@ def test_bad_rebalance_disks_requests(data, message):
 def test_bad_log_dir_throttle_is_refused():
     with pytest.raises(ValidationError, match="log_dirs_throttle must be a positive"):
         wf.ExecutionRequest.from_dict({"log_dirs_throttle": 0})
+
+
+def test_a_move_into_a_directory_too_small_fails_the_execution_and_clears_the_throttle(clock, tmp_path):
+    """The copy outgrows the target directory: the directory fails (KAFKA_STORAGE_ERROR from
+    then on), the move is reported failed, the replica stays where it was, no throttle stays."""
+    dirs = (LogDir("/big", 1000 * MB), LogDir("/small", 30 * MB))
+    brokers = [Broker(i, rack=f"r{i % 2}", log_dirs=dirs) for i in range(1, 4)]
+    part = Partition("t", 0, (1, 2), 1, (1, 2), size_bytes=50 * MB, log_dirs=("/big", "/big"))
+    backend = InProcessBackend.for_model(ClusterModel(brokers, [part]), clock=clock)
+    plan = ReassignmentPlan({TP("t", 0): (1, 2)}, {TP("t", 0): ("/small", "any")})
+    wf.start_execution(backend, plan, tmp_path, {"log_dirs_throttle": 5 * MB, "poll_interval": 1.0,
+                                                 "elect_leaders": False}, clock=clock.now)
+    status = run_steps(backend, tmp_path, clock)
+    assert status.status == "failed" and "KAFKA_STORAGE_ERROR" in status.message, status.message
+    assert not backend.cluster.log_dirs.dirs[1]["/small"].online
+    assert placement(backend)[TP("t", 0), 1] == "/big" and 1 in backend.cluster.partitions[TP("t", 0)].isr
+    assert dir_throttled(backend) == [] and futures(backend) == {}
+    report = wf.final_report(tmp_path).report["log_dir_moves"]
+    assert report["failed"] == 1 and "KAFKA_STORAGE_ERROR" in report["not_completed"]["t-0 on broker 1"]
