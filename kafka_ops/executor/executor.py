@@ -12,6 +12,11 @@ is sent, so a killed process resumes from a state that names every move it may h
 and every throttle it may have set; everything else the loop remembers travels in the state
 (``Runtime``), so each step may run in another process (``Executor.from_store``).
 
+Plans with ``log_dirs`` (JBOD): the directories of replicas to be created are named at the
+start, and once no inter-broker move is left each step runs the log-dir phase instead
+(executor/log_dirs.py: AlterReplicaLogDirs, its throttle, verified by DescribeLogDirs), all
+recorded in the same state, so cancel, pause and resume cover it.
+
 Idempotent: partitions already at their targets are recorded as completed at the start and
 never touched, so rerunning a finished plan sets no throttle and submits nothing.
 
