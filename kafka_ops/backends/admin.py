@@ -38,11 +38,11 @@ from confluent_kafka.admin import (
 )
 from confluent_kafka.admin import ConfigResource as CkConfigResource
 
+from kafka_ops import kafka_rules, secrets
 from kafka_ops.backends import log_dirs
 from kafka_ops.backends.admin_connect import (
     PROBE_TIMEOUT_S,
     ClientErrors,
-    RedactingFilter,
     attach_debug_log,
     check_client_settings,
     create_admin_client,
@@ -61,7 +61,7 @@ from kafka_ops.errors import (
 from kafka_ops.model import NO_LEADER, Broker, ClusterModel, Partition, TopicPartition
 
 _LIBRDKAFKA_LOG = logging.getLogger(f"{__name__}.librdkafka")
-_LIBRDKAFKA_LOG.addFilter(RedactingFilter())
+secrets.filter_logger(_LIBRDKAFKA_LOG)
 # Its failures become named errors; without a handler configured by the application (Airflow,
 # a test), Python's last-resort handler would print them to stderr a second time.
 _LIBRDKAFKA_LOG.addHandler(logging.NullHandler())
@@ -130,12 +130,17 @@ class AdminApiBackend:
         })
         self._legacy: Any = None  # kafka-python KafkaAdminClient, created on first use
 
+    @property
+    def _client(self) -> AdminClient:
+        """The open confluent-kafka client (a closed backend refuses every call)."""
+        if self._admin is None:
+            raise BackendError("the backend is closed")
+        return self._admin
+
     def check_connection(self, timeout_s: float | None = None) -> None:
         """One DescribeCluster with librdkafka's errors watched: an AuthenticationError,
         TlsError or UnreachableError within seconds instead of a request timeout."""
-        if self._admin is None:
-            raise BackendError("the backend is closed")
-        probe(self._admin, self._errors, self.bootstrap_servers,
+        probe(self._client, self._errors, self.bootstrap_servers,
               min(self._timeout, PROBE_TIMEOUT_S) if timeout_s is None else timeout_s)
         self._connected = True
 
@@ -152,9 +157,9 @@ class AdminApiBackend:
     # -- reading ---------------------------------------------------------------------------
     def describe_cluster(self) -> ClusterModel:
         live = self._live_brokers()
-        metadata = self._call("describe topics", lambda: self._admin.list_topics(
+        metadata = self._call("describe topics", lambda: self._client.list_topics(
             timeout=self._timeout))
-        partitions = []
+        partitions: list[Partition] = []
         for topic in metadata.topics.values():
             if topic.error is not None:
                 raise BackendError(f"describe topic {topic.topic!r}: {topic.error.str()}")
@@ -179,9 +184,9 @@ class AdminApiBackend:
         wanted = set(partitions)
         live = self._live_brokers()
         topics = sorted({tp.topic for tp in wanted})
-        found = []
+        found: list[Partition] = []
         if topics:
-            futures = self._call("describe topics", lambda: self._admin.describe_topics(
+            futures = self._call("describe topics", lambda: self._client.describe_topics(
                 TopicCollection(topics), request_timeout=self._timeout))
             for name, future in futures.items():
                 try:
@@ -211,7 +216,7 @@ class AdminApiBackend:
         if not topics:
             return {}
         resources = [CkConfigResource(ResourceType.TOPIC, t) for t in topics]
-        futures = self._call("describe topic configs", lambda: self._admin.describe_configs(
+        futures = self._call("describe topic configs", lambda: self._client.describe_configs(
             resources, request_timeout=self._timeout))
         source = _CONFIG_SOURCE["topic"]
         configs = {}
@@ -229,13 +234,13 @@ class AdminApiBackend:
         controller id and sends DescribeCluster there, so a dead controller fails the first try
         until a Metadata response names the new one."""
         def describe():
-            return self._admin.describe_cluster(
+            return self._client.describe_cluster(
                 request_timeout=self._timeout).result(self._timeout)
 
         try:
             cluster = self._call("describe cluster", describe)
         except BackendError:
-            self._call("describe cluster", lambda: self._admin.list_topics(
+            self._call("describe cluster", lambda: self._client.list_topics(
                 timeout=self._timeout))
             cluster = self._call("describe cluster", describe)
         return {n.id: Broker(id=n.id, rack=n.rack, host=n.host, port=n.port, alive=True)
@@ -292,7 +297,7 @@ class AdminApiBackend:
         self._check_broker_reachable(resource)
         ck = CkConfigResource(_RESOURCE_TYPE[resource.type], resource.name)
         entries = self._call(f"describe configs of {resource.type} {resource.name!r}",
-                             lambda: self._admin.describe_configs(
+                             lambda: self._client.describe_configs(
                                  [ck], request_timeout=self._timeout)[ck].result(self._timeout))
         source = _CONFIG_SOURCE[resource.type]
         return {name: e.value for name, e in sorted(entries.items())
@@ -314,14 +319,14 @@ class AdminApiBackend:
                        replica_assignment=[list(assignment[p]) for p in range(len(assignment))],
                        config=dict(config or {}))
         futures = self._call(f"create topic {topic!r}",
-                             lambda: self._admin.create_topics(
+                             lambda: self._client.create_topics(
                                  [new], request_timeout=self._timeout))
         self._call(f"create topic {topic!r}", lambda: futures[topic].result(self._timeout))
 
     def create_partitions(self, topic: str, new_assignment: Mapping[int, Sequence[int]]) -> None:
         if not new_assignment:
             raise ValidationError(f"topic {topic!r}: no partitions to add")
-        metadata = self._call(f"describe topic {topic!r}", lambda: self._admin.list_topics(
+        metadata = self._call(f"describe topic {topic!r}", lambda: self._client.list_topics(
             topic=topic, timeout=self._timeout))
         described = metadata.topics.get(topic)
         if described is None or described.error is not None or not described.partitions:
@@ -337,7 +342,7 @@ class AdminApiBackend:
         new = NewPartitions(topic, current + len(new_assignment),
                             replica_assignment=[list(new_assignment[p]) for p in expected])
         futures = self._call(f"create partitions of {topic!r}",
-                             lambda: self._admin.create_partitions(
+                             lambda: self._client.create_partitions(
                                  [new], request_timeout=self._timeout))
         self._call(f"create partitions of {topic!r}",
                    lambda: futures[topic].result(self._timeout))
@@ -389,7 +394,7 @@ class AdminApiBackend:
         ck = CkConfigResource(_RESOURCE_TYPE[resource.type], resource.name,
                               incremental_configs=entries)
         what = f"alter configs of {resource.type} {resource.name!r}"
-        futures = self._call(what, lambda: self._admin.incremental_alter_configs(
+        futures = self._call(what, lambda: self._client.incremental_alter_configs(
             [ck], request_timeout=self._timeout))
         self._call(what, lambda: futures[ck].result(self._timeout))
 
@@ -403,7 +408,7 @@ class AdminApiBackend:
             return {}
         # No request_timeout/operation_timeout here: confluent-kafka 2.16.1 crashes on them
         # (SystemError); socket.timeout.ms, set at construction, bounds the call instead.
-        results = self._call("elect preferred leaders", lambda: self._admin.elect_leaders(
+        results = self._call("elect preferred leaders", lambda: self._client.elect_leaders(
             ElectionType.PREFERRED, wanted).result(self._timeout + 5))
         outcome: dict[TopicPartition, str | None] = {}
         for ctp, error in results.items():
@@ -431,7 +436,7 @@ class AdminApiBackend:
 
     def _check_partitions_exist(self, targets: Iterable[TopicPartition]) -> None:
         topics = sorted({tp.topic for tp in targets})
-        futures = self._call("describe topics", lambda: self._admin.describe_topics(
+        futures = self._call("describe topics", lambda: self._client.describe_topics(
             TopicCollection(topics), request_timeout=self._timeout))
         counts = {}
         for topic, future in futures.items():
@@ -459,7 +464,7 @@ class AdminApiBackend:
             named = named_error(self._errors.snapshot(), self.bootstrap_servers, all_down=True)
             raise (named or BackendError(f"{what}: no answer within {self._timeout:g}s")) from None
         finally:
-            self._admin.poll(0)  # serves queued librdkafka log lines to the logger
+            self._client.poll(0)  # serves queued librdkafka log lines to the logger
 
     def _legacy_call(self, what: str, fn):
         """Run a kafka-python call; once more after a connection failure, with the controller
@@ -538,13 +543,11 @@ def _check_replica_lists(
     for tp, replicas in sorted(targets.items()):
         if not replicas:
             raise InvalidReplicaAssignmentError(f"empty replica list for partition {tp}")
-        seen: set[int] = set()
-        for r in replicas:
-            if r in seen:
-                raise InvalidReplicaAssignmentError(
-                    f"duplicate replica {r} in the replica list of partition {tp}: "
-                    f"{list(replicas)}")
-            seen.add(r)
+        repeated = kafka_rules.duplicate_replicas(replicas)
+        if repeated:
+            raise InvalidReplicaAssignmentError(
+                f"duplicate replica {repeated[0]} in the replica list of partition {tp}: "
+                f"{list(replicas)}")
     unknown = sorted({r for rs in targets.values() for r in rs} - set(live))
     if unknown:
         raise InvalidReplicaAssignmentError(
@@ -634,36 +637,13 @@ def _raise_partition_errors(what: str, failed: Mapping[TopicPartition, Any]) -> 
     raise _typed_error(what, min(by_name), details)
 
 
-class _RedactSecrets(logging.Filter):
-    """kafka-python logs its configuration and, at DEBUG, every request it sends, SASL
-    tokens included: this filter masks the known secrets in any record of its loggers."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.secrets: set[str] = set()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        text = record.getMessage()
-        hidden = text
-        for secret in self.secrets:
-            hidden = hidden.replace(secret, "[hidden]")
-            hidden = hidden.replace(repr(secret.encode())[2:-1], "[hidden]")
-        if hidden != text:
-            record.msg, record.args = hidden, None
-        return True
-
-
-_REDACTION = _RedactSecrets()
-
-
-def _install_redaction(secrets: Iterable[str]) -> None:
-    """Filters sit on loggers, not inherited by children: put one on every kafka-python
-    logger (they exist once its modules are imported, which importing the client does)."""
+def _install_redaction(values: Iterable[str]) -> None:
+    """Register the secrets and put the redacting filter on every kafka-python logger (they
+    exist once its modules are imported, which importing the client does)."""
     import kafka.admin  # noqa: F401  (creates the loggers)
 
-    _REDACTION.secrets.update(s for s in secrets if s)
+    for value in values:
+        secrets.register(value)
     for name in list(logging.Logger.manager.loggerDict):
         if name == "kafka" or name.startswith("kafka."):
-            logger = logging.getLogger(name)
-            if _REDACTION not in logger.filters:
-                logger.addFilter(_REDACTION)
+            secrets.filter_logger(logging.getLogger(name))
