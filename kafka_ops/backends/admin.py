@@ -49,13 +49,19 @@ from kafka_ops.backends.admin_connect import (
     named_error,
     probe,
 )
+from kafka_ops.backends.admin_errors import (
+    backend_error,
+    error_name,
+    legacy_error,
+    partition_names,
+    raise_partition_errors,
+)
 from kafka_ops.backends.base import ConfigResource, OngoingReassignment
 from kafka_ops.errors import (
     BackendError,
     BrokerNotAvailableError,
     InvalidReplicaAssignmentError,
     NoReassignmentInProgressError,
-    ReassignmentInProgressError,
     ValidationError,
 )
 from kafka_ops.model import NO_LEADER, Broker, ClusterModel, Partition, TopicPartition
@@ -86,13 +92,6 @@ _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _CONFIG_SOURCE = {"topic": ConfigSource.DYNAMIC_TOPIC_CONFIG.value,
                   "broker": ConfigSource.DYNAMIC_BROKER_CONFIG.value}
 _RESOURCE_TYPE = {"topic": ResourceType.TOPIC, "broker": ResourceType.BROKER}
-
-# Kafka error names that mean "the request was wrong", not "the cluster failed".
-_INVALID_REQUEST_ERRORS = {
-    "UNKNOWN_TOPIC_OR_PARTITION", "TOPIC_ALREADY_EXISTS", "INVALID_PARTITIONS",
-    "INVALID_REPLICATION_FACTOR", "INVALID_CONFIG", "INVALID_REQUEST", "INVALID_TOPIC_EXCEPTION",
-    "POLICY_VIOLATION",
-}
 
 
 class AdminApiBackend:
@@ -192,9 +191,9 @@ class AdminApiBackend:
                 try:
                     description = future.result(self._timeout)
                 except KafkaException as exc:
-                    if _error_name(exc) in ("UNKNOWN_TOPIC_OR_PARTITION", "UNKNOWN_TOPIC_OR_PART"):
+                    if error_name(exc) in ("UNKNOWN_TOPIC_OR_PARTITION", "UNKNOWN_TOPIC_OR_PART"):
                         continue  # deleted or never existed: left out, as the interface says
-                    raise _backend_error("describe topics", exc) from None
+                    raise backend_error("describe topics", exc) from None
                 except concurrent.futures.TimeoutError:
                     raise BackendError(f"describe topics: no answer within {self._timeout:g}s") from None
                 found.extend(
@@ -361,7 +360,7 @@ class AdminApiBackend:
             idle = [tp for tp in cancels if tp not in ongoing]
             if idle:
                 raise NoReassignmentInProgressError(
-                    f"No partition reassignment is in progress for {_names(idle)}: "
+                    f"No partition reassignment is in progress for {partition_names(idle)}: "
                     "nothing to cancel")
         request = {KpTopicPartition(tp.topic, tp.partition): (None if r is None else list(r))
                    for tp, r in targets.items()}
@@ -371,7 +370,7 @@ class AdminApiBackend:
         failed = {TopicPartition(k.topic, k.partition): err for k, err in results.items()
                   if err is not None}
         if failed:
-            _raise_partition_errors("alter reassignments", failed)
+            raise_partition_errors("alter reassignments", failed)
 
     def alter_configs(
         self,
@@ -414,7 +413,7 @@ class AdminApiBackend:
         for ctp, error in results.items():
             name = None
             if error is not None:
-                name = _error_name(error)
+                name = error_name(error)
                 if name == "ELECTION_NOT_NEEDED":
                     name = None
             outcome[TopicPartition(ctp.topic, ctp.partition)] = name
@@ -443,14 +442,14 @@ class AdminApiBackend:
             try:
                 counts[topic] = len(future.result(self._timeout).partitions)
             except KafkaException as exc:
-                if _error_name(exc) != "UNKNOWN_TOPIC_OR_PARTITION":
-                    raise _backend_error("describe topics", exc) from None
+                if error_name(exc) != "UNKNOWN_TOPIC_OR_PARTITION":
+                    raise backend_error("describe topics", exc) from None
             except concurrent.futures.TimeoutError:
                 raise BackendError(
                     f"describe topics: no answer within {self._timeout:g}s") from None
         unknown = [tp for tp in targets if not 0 <= tp.partition < counts.get(tp.topic, 0)]
         if unknown:
-            raise ValidationError(f"unknown partition(s): {_names(unknown)}")
+            raise ValidationError(f"unknown partition(s): {partition_names(unknown)}")
 
     def _call(self, what: str, fn):
         if self._admin is None:
@@ -459,7 +458,7 @@ class AdminApiBackend:
             return fn()
         except KafkaException as exc:
             named = named_error(self._errors.snapshot(), self.bootstrap_servers, all_down=True)
-            raise (named or _backend_error(what, exc)) from None
+            raise (named or backend_error(what, exc)) from None
         except concurrent.futures.TimeoutError:
             named = named_error(self._errors.snapshot(), self.bootstrap_servers, all_down=True)
             raise (named or BackendError(f"{what}: no answer within {self._timeout:g}s")) from None
@@ -483,7 +482,7 @@ class AdminApiBackend:
                     raise BackendError(f"{what}: {type(exc).__name__}: {exc}") from None
                 self._refresh_legacy_metadata(client)
             except kp_errors.KafkaError as exc:
-                raise _legacy_error(what, exc) from None
+                raise legacy_error(what, exc) from None
         raise AssertionError("unreachable")
 
     def _refresh_legacy_metadata(self, client) -> None:
@@ -584,57 +583,6 @@ def _with_reassignments(
             p, replicas=moving.replicas, adding_replicas=moving.adding,
             removing_replicas=moving.removing))
     return out
-
-
-def _names(tps: Iterable[TopicPartition]) -> str:
-    return ", ".join(str(tp) for tp in sorted(tps))
-
-
-def _error_name(error: Any) -> str:
-    """Kafka's error name from a confluent KafkaException/KafkaError."""
-    if isinstance(error, KafkaException):
-        error = error.args[0]
-    return error.name() if hasattr(error, "name") else type(error).__name__
-
-
-def _error_text(error: Any) -> str:
-    if isinstance(error, KafkaException):
-        error = error.args[0]
-    return error.str() if hasattr(error, "str") else str(error)
-
-
-def _typed_error(what: str, name: str, message: str) -> Exception:
-    text = f"{what}: {name}: {message}" if message else f"{what}: {name}"
-    if name == "INVALID_REPLICA_ASSIGNMENT":
-        return InvalidReplicaAssignmentError(text)
-    if name == "NO_REASSIGNMENT_IN_PROGRESS":
-        return NoReassignmentInProgressError(f"nothing to cancel: {text}")
-    if name == "REASSIGNMENT_IN_PROGRESS":
-        return ReassignmentInProgressError(text)
-    if name in ("BROKER_NOT_AVAILABLE", "REPLICA_NOT_AVAILABLE"):
-        return BrokerNotAvailableError(text)
-    if name in _INVALID_REQUEST_ERRORS:
-        return ValidationError(text)
-    return BackendError(text)
-
-
-def _backend_error(what: str, exc: KafkaException) -> Exception:
-    return _typed_error(what, _error_name(exc), _error_text(exc))
-
-
-def _legacy_error(what: str, exc: Exception) -> Exception:
-    """kafka-python error classes carry Kafka's name in ``message`` (e.g. NOT_CONTROLLER);
-    their text repeats the whole request, so only the name is kept."""
-    return _typed_error(what, getattr(exc, "message", type(exc).__name__), "")
-
-
-def _raise_partition_errors(what: str, failed: Mapping[TopicPartition, Any]) -> None:
-    """One error for a partly failed request; its type follows the first Kafka error name."""
-    by_name: dict[str, list[TopicPartition]] = {}
-    for tp, err in failed.items():
-        by_name.setdefault(getattr(err, "message", str(err)), []).append(tp)
-    details = "; ".join(f"{n} for {_names(t)}" for n, t in sorted(by_name.items()))
-    raise _typed_error(what, min(by_name), details)
 
 
 def _install_redaction(values: Iterable[str]) -> None:
