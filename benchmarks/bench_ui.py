@@ -64,6 +64,7 @@ def main() -> None:
 
     import uvicorn
     from fastapi import FastAPI
+
     from kafka_ops_provider.ui.app import URL_PREFIX, create_app
     from kafka_ops_provider.ui.files import write_run_files
     from kafka_ops_provider.ui.operators import execution_options

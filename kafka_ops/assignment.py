@@ -91,7 +91,7 @@ def assign_replicas_to_brokers(
         raise AdminOperationError(
             "Not all brokers have rack information for replica rack aware assignment."
         )
-    broker_racks = {b.id: b.rack for b in brokers}
+    broker_racks = {b.id: b.rack for b in brokers if b.rack is not None}  # every broker has one
     start, shift = _start_and_shift(len(brokers), fixed_start_index, replica_shift, rng)
     return _assign_rack_aware(
         broker_racks, n_partitions, replication_factor, start, shift, start_partition_id

@@ -16,7 +16,10 @@ GiB = 1024**3
 
 def broker_loads(model: ClusterModel) -> dict[str, list[float]]:
     """Per broker (in id order): replica count, leader count, disk GiB, bytes-in MiB/s."""
-    replicas, leaders, disk, bytes_in = [], [], [], []
+    replicas: list[float] = []
+    leaders: list[float] = []
+    disk: list[float] = []
+    bytes_in: list[float] = []
     for b in model.brokers:
         parts = model.partitions_on(b)
         replicas.append(len(parts))
@@ -57,7 +60,7 @@ def plot_broker_load(
     axes = axes[:, 0]
     positions = range(len(ids))
     width = 0.42
-    for ax, (kind, (old, new)) in zip(axes, panels.items()):
+    for ax, (kind, (old, new)) in zip(axes, panels.items(), strict=True):
         ax.bar([x - width / 2 for x in positions], old, width, label="before", color="#c0504d")
         ax.bar([x + width / 2 for x in positions], new, width, label="after", color="#4f81bd")
         ax.set_ylabel(kind)

@@ -10,7 +10,7 @@ here return or raise ValueError only.
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections.abc import Sequence
 
 # -- replication throttles (topic configs name replicas, broker configs hold rates) -------------
 LEADER_THROTTLED_REPLICAS = "leader.replication.throttled.replicas"
@@ -88,7 +88,13 @@ def topic_name_problem(topic: str) -> str | None:
     return None
 
 
-def duplicate_replicas(replicas: list[int] | tuple[int, ...]) -> list[int]:
-    """Broker ids listed more than once in a replica list (sorted); Kafka refuses any."""
-    counts = Counter(replicas)
-    return sorted(b for b, n in counts.items() if n > 1)
+def duplicate_replicas(replicas: Sequence[int]) -> list[int]:
+    """Broker ids listed more than once in a replica list, in the order their repeats appear.
+    Kafka refuses any (the reassign tool, AdminZkClient, the controller)."""
+    seen: set[int] = set()
+    repeated: list[int] = []
+    for b in replicas:
+        if b in seen and b not in repeated:
+            repeated.append(b)
+        seen.add(b)
+    return repeated

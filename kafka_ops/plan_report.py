@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kafka_ops.formatting import format_bytes
 from kafka_ops.model import NO_LEADER, ClusterModel, TopicPartition
 from kafka_ops.plan import ReassignmentPlan
 
@@ -158,8 +159,13 @@ class BrokerSummary:
 
 
 @dataclass(frozen=True)
-class PlanSummary:
-    """Per-broker replica and leader counts before and after the plan (plus the diff totals)."""
+class BrokerCounts:
+    """Per-broker replica and leader counts before and after a plan (plus the diff totals).
+
+    Computed from any plan file and a cluster (``kafka-ops pools``, ``plan-report``); not to be
+    confused with the planner's ``PlanSummary`` (goals before/after, cost, duration), which
+    exists only for plans the planner made. Named for what it holds so there is one PlanSummary.
+    """
 
     brokers: list[BrokerSummary]
     totals: dict[str, int] = field(default_factory=dict)
@@ -168,7 +174,7 @@ class PlanSummary:
         return {"totals": self.totals, "brokers": [asdict(b) for b in self.brokers]}
 
 
-def summarize_plan(plan: ReassignmentPlan, cluster: ClusterModel) -> PlanSummary:
+def summarize_plan(plan: ReassignmentPlan, cluster: ClusterModel) -> BrokerCounts:
     """Before/after counts for every broker that is registered or holds a replica."""
     diff = diff_plan(plan, cluster)
     after = cluster.with_assignment(plan.replicas, move_leaders=True)
@@ -184,18 +190,10 @@ def summarize_plan(plan: ReassignmentPlan, cluster: ClusterModel) -> PlanSummary
         )
         for b in ids
     ]
-    return PlanSummary(rows, diff.totals())
+    return BrokerCounts(rows, diff.totals())
 
 
 # -- text for humans ---------------------------------------------------------------------
-def format_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
-
-
 _NUMBER = re.compile(r"-?\d+(\.\d+)?( [KMGT]?i?B)?")
 
 
@@ -274,7 +272,7 @@ def format_diff(diff: PlanDiff) -> str:
     return f"{parts}\n\n{brokers}\n\n{format_totals(diff.totals())}"
 
 
-def format_summary(summary: PlanSummary) -> str:
+def format_summary(summary: BrokerCounts) -> str:
     table = format_table(
         ("broker", "rack", "replicas before", "after", "leaders before", "after"),
         (

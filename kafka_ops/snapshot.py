@@ -105,7 +105,7 @@ def model_from_dict(data: Mapping[str, Any]) -> ClusterModel:
     if version != SNAPSHOT_VERSION:
         raise ValidationError(f"unsupported cluster snapshot version {version!r}")
     brokers = [broker_from_dict(b) for b in data.get("brokers", [])]
-    partitions = []
+    partitions: list[Partition] = []
     configs = {}
     for t in data.get("topics", []):
         name = t.get("name")

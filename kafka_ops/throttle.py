@@ -21,17 +21,19 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from kafka_ops import kafka_rules
 from kafka_ops.backends.base import ClusterBackend, ConfigResource
 from kafka_ops.errors import BrokerNotAvailableError
 from kafka_ops.model import TopicPartition
 
-LEADER_REPLICAS = "leader.replication.throttled.replicas"
-FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
-LEADER_RATE = "leader.replication.throttled.rate"
-FOLLOWER_RATE = "follower.replication.throttled.rate"
-LOG_DIRS_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
-TOPIC_KEYS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
-BROKER_KEYS = (LEADER_RATE, FOLLOWER_RATE, LOG_DIRS_RATE)
+# Kafka's config keys (kafka_ops.kafka_rules), under the names the executor uses.
+LEADER_REPLICAS = kafka_rules.LEADER_THROTTLED_REPLICAS
+FOLLOWER_REPLICAS = kafka_rules.FOLLOWER_THROTTLED_REPLICAS
+LEADER_RATE = kafka_rules.LEADER_THROTTLED_RATE
+FOLLOWER_RATE = kafka_rules.FOLLOWER_THROTTLED_RATE
+LOG_DIRS_RATE = kafka_rules.LOG_DIRS_THROTTLED_RATE
+TOPIC_KEYS = kafka_rules.THROTTLED_REPLICA_KEYS
+BROKER_KEYS = kafka_rules.THROTTLE_RATE_KEYS
 
 #: Kafka protocol strings carry an int16 length: a longer config value cannot be sent.
 MAX_CONFIG_VALUE_BYTES = 32767

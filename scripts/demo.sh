@@ -44,7 +44,7 @@ step "Check the plan: Kafka's rules, the cluster, and that every replica stays i
 # The emulator runs ZooKeeper-mode Kafka on a private ZooKeeper and also serves the Kafka
 # protocol; --speed 600 makes ten minutes of replication take one second.
 log="$out/emulator.log"
-"$kafka_ops" emulator run --embedded-zookeeper --wire --snapshot "$cluster" --speed 600 >"$log" 2>&1 &
+.venv/bin/python -m kafka_ops.emulator run --embedded-zookeeper --wire --snapshot "$cluster" --speed 600 >"$log" 2>&1 &
 emulator=$!
 trap 'kill -TERM $emulator 2>/dev/null; wait $emulator 2>/dev/null || true' EXIT
 for _ in $(seq 1 600); do   # up to 60 s

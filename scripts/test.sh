@@ -9,7 +9,7 @@ bash scripts/setup.sh all
 echo "test: import contracts (lint-imports)"
 .venv/bin/lint-imports --no-cache
 echo "test: ruff"
-.venv/bin/ruff check kafka_ops tests benchmarks
+.venv/bin/ruff check kafka_ops tests benchmarks dags plugins spark_jobs scripts
 echo "test: mypy"
 .venv/bin/mypy
 exec .venv/bin/python -m pytest "$@"

@@ -170,7 +170,7 @@ def imbalance(brokers: list[dict[str, Any]], thresholds: dict[str, float]) -> di
         mean = sum(values) / len(values) if values else 0.0
         var = sum((v - mean) ** 2 for v in values) / len(values) if values else 0.0
         limit = mean * thresholds[r]
-        over = sorted(b["broker"] for b, v in zip(live, values) if mean > 0 and v > limit)
+        over = sorted(b["broker"] for b, v in zip(live, values, strict=True) if mean > 0 and v > limit)
         out[r] = {"mean": mean, "max": max(values, default=0.0), "min": min(values, default=0.0),
                   "max_over_mean": (max(values) / mean) if mean > 0 else None,
                   "cv": (var ** 0.5 / mean) if mean > 0 else None, "threshold": thresholds[r],
@@ -301,7 +301,7 @@ def draw_charts(series: DataFrame, summary: dict[str, Any], directory: Path) -> 
     bi = {b: i for i, b in enumerate(brokers)}
     paths = []
     fig, axes = plt.subplots(2, 1, figsize=(11, 7), sharex=True)
-    for ax, key in zip(axes, ("network_in", "network_out")):
+    for ax, key in zip(axes, ("network_in", "network_out"), strict=True):
         grid = np.zeros((len(brokers), len(times)))
         for r in rows:
             grid[bi[r["broker"]], ti[r["time"]]] = r[key] / 1024**2

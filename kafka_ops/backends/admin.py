@@ -38,16 +38,23 @@ from confluent_kafka.admin import (
 )
 from confluent_kafka.admin import ConfigResource as CkConfigResource
 
+from kafka_ops import kafka_rules, secrets
 from kafka_ops.backends import log_dirs
 from kafka_ops.backends.admin_connect import (
     PROBE_TIMEOUT_S,
     ClientErrors,
-    RedactingFilter,
     attach_debug_log,
     check_client_settings,
     create_admin_client,
     named_error,
     probe,
+)
+from kafka_ops.backends.admin_errors import (
+    backend_error,
+    error_name,
+    legacy_error,
+    partition_names,
+    raise_partition_errors,
 )
 from kafka_ops.backends.base import ConfigResource, OngoingReassignment
 from kafka_ops.errors import (
@@ -55,13 +62,12 @@ from kafka_ops.errors import (
     BrokerNotAvailableError,
     InvalidReplicaAssignmentError,
     NoReassignmentInProgressError,
-    ReassignmentInProgressError,
     ValidationError,
 )
 from kafka_ops.model import NO_LEADER, Broker, ClusterModel, Partition, TopicPartition
 
 _LIBRDKAFKA_LOG = logging.getLogger(f"{__name__}.librdkafka")
-_LIBRDKAFKA_LOG.addFilter(RedactingFilter())
+secrets.filter_logger(_LIBRDKAFKA_LOG)
 # Its failures become named errors; without a handler configured by the application (Airflow,
 # a test), Python's last-resort handler would print them to stderr a second time.
 _LIBRDKAFKA_LOG.addHandler(logging.NullHandler())
@@ -86,13 +92,6 @@ _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _CONFIG_SOURCE = {"topic": ConfigSource.DYNAMIC_TOPIC_CONFIG.value,
                   "broker": ConfigSource.DYNAMIC_BROKER_CONFIG.value}
 _RESOURCE_TYPE = {"topic": ResourceType.TOPIC, "broker": ResourceType.BROKER}
-
-# Kafka error names that mean "the request was wrong", not "the cluster failed".
-_INVALID_REQUEST_ERRORS = {
-    "UNKNOWN_TOPIC_OR_PARTITION", "TOPIC_ALREADY_EXISTS", "INVALID_PARTITIONS",
-    "INVALID_REPLICATION_FACTOR", "INVALID_CONFIG", "INVALID_REQUEST", "INVALID_TOPIC_EXCEPTION",
-    "POLICY_VIOLATION",
-}
 
 
 class AdminApiBackend:
@@ -130,12 +129,17 @@ class AdminApiBackend:
         })
         self._legacy: Any = None  # kafka-python KafkaAdminClient, created on first use
 
+    @property
+    def _client(self) -> AdminClient:
+        """The open confluent-kafka client (a closed backend refuses every call)."""
+        if self._admin is None:
+            raise BackendError("the backend is closed")
+        return self._admin
+
     def check_connection(self, timeout_s: float | None = None) -> None:
         """One DescribeCluster with librdkafka's errors watched: an AuthenticationError,
         TlsError or UnreachableError within seconds instead of a request timeout."""
-        if self._admin is None:
-            raise BackendError("the backend is closed")
-        probe(self._admin, self._errors, self.bootstrap_servers,
+        probe(self._client, self._errors, self.bootstrap_servers,
               min(self._timeout, PROBE_TIMEOUT_S) if timeout_s is None else timeout_s)
         self._connected = True
 
@@ -152,9 +156,9 @@ class AdminApiBackend:
     # -- reading ---------------------------------------------------------------------------
     def describe_cluster(self) -> ClusterModel:
         live = self._live_brokers()
-        metadata = self._call("describe topics", lambda: self._admin.list_topics(
+        metadata = self._call("describe topics", lambda: self._client.list_topics(
             timeout=self._timeout))
-        partitions = []
+        partitions: list[Partition] = []
         for topic in metadata.topics.values():
             if topic.error is not None:
                 raise BackendError(f"describe topic {topic.topic!r}: {topic.error.str()}")
@@ -179,17 +183,17 @@ class AdminApiBackend:
         wanted = set(partitions)
         live = self._live_brokers()
         topics = sorted({tp.topic for tp in wanted})
-        found = []
+        found: list[Partition] = []
         if topics:
-            futures = self._call("describe topics", lambda: self._admin.describe_topics(
+            futures = self._call("describe topics", lambda: self._client.describe_topics(
                 TopicCollection(topics), request_timeout=self._timeout))
             for name, future in futures.items():
                 try:
                     description = future.result(self._timeout)
                 except KafkaException as exc:
-                    if _error_name(exc) in ("UNKNOWN_TOPIC_OR_PARTITION", "UNKNOWN_TOPIC_OR_PART"):
+                    if error_name(exc) in ("UNKNOWN_TOPIC_OR_PARTITION", "UNKNOWN_TOPIC_OR_PART"):
                         continue  # deleted or never existed: left out, as the interface says
-                    raise _backend_error("describe topics", exc) from None
+                    raise backend_error("describe topics", exc) from None
                 except concurrent.futures.TimeoutError:
                     raise BackendError(f"describe topics: no answer within {self._timeout:g}s") from None
                 found.extend(
@@ -211,7 +215,7 @@ class AdminApiBackend:
         if not topics:
             return {}
         resources = [CkConfigResource(ResourceType.TOPIC, t) for t in topics]
-        futures = self._call("describe topic configs", lambda: self._admin.describe_configs(
+        futures = self._call("describe topic configs", lambda: self._client.describe_configs(
             resources, request_timeout=self._timeout))
         source = _CONFIG_SOURCE["topic"]
         configs = {}
@@ -229,13 +233,13 @@ class AdminApiBackend:
         controller id and sends DescribeCluster there, so a dead controller fails the first try
         until a Metadata response names the new one."""
         def describe():
-            return self._admin.describe_cluster(
+            return self._client.describe_cluster(
                 request_timeout=self._timeout).result(self._timeout)
 
         try:
             cluster = self._call("describe cluster", describe)
         except BackendError:
-            self._call("describe cluster", lambda: self._admin.list_topics(
+            self._call("describe cluster", lambda: self._client.list_topics(
                 timeout=self._timeout))
             cluster = self._call("describe cluster", describe)
         return {n.id: Broker(id=n.id, rack=n.rack, host=n.host, port=n.port, alive=True)
@@ -292,7 +296,7 @@ class AdminApiBackend:
         self._check_broker_reachable(resource)
         ck = CkConfigResource(_RESOURCE_TYPE[resource.type], resource.name)
         entries = self._call(f"describe configs of {resource.type} {resource.name!r}",
-                             lambda: self._admin.describe_configs(
+                             lambda: self._client.describe_configs(
                                  [ck], request_timeout=self._timeout)[ck].result(self._timeout))
         source = _CONFIG_SOURCE[resource.type]
         return {name: e.value for name, e in sorted(entries.items())
@@ -314,14 +318,14 @@ class AdminApiBackend:
                        replica_assignment=[list(assignment[p]) for p in range(len(assignment))],
                        config=dict(config or {}))
         futures = self._call(f"create topic {topic!r}",
-                             lambda: self._admin.create_topics(
+                             lambda: self._client.create_topics(
                                  [new], request_timeout=self._timeout))
         self._call(f"create topic {topic!r}", lambda: futures[topic].result(self._timeout))
 
     def create_partitions(self, topic: str, new_assignment: Mapping[int, Sequence[int]]) -> None:
         if not new_assignment:
             raise ValidationError(f"topic {topic!r}: no partitions to add")
-        metadata = self._call(f"describe topic {topic!r}", lambda: self._admin.list_topics(
+        metadata = self._call(f"describe topic {topic!r}", lambda: self._client.list_topics(
             topic=topic, timeout=self._timeout))
         described = metadata.topics.get(topic)
         if described is None or described.error is not None or not described.partitions:
@@ -337,7 +341,7 @@ class AdminApiBackend:
         new = NewPartitions(topic, current + len(new_assignment),
                             replica_assignment=[list(new_assignment[p]) for p in expected])
         futures = self._call(f"create partitions of {topic!r}",
-                             lambda: self._admin.create_partitions(
+                             lambda: self._client.create_partitions(
                                  [new], request_timeout=self._timeout))
         self._call(f"create partitions of {topic!r}",
                    lambda: futures[topic].result(self._timeout))
@@ -356,7 +360,7 @@ class AdminApiBackend:
             idle = [tp for tp in cancels if tp not in ongoing]
             if idle:
                 raise NoReassignmentInProgressError(
-                    f"No partition reassignment is in progress for {_names(idle)}: "
+                    f"No partition reassignment is in progress for {partition_names(idle)}: "
                     "nothing to cancel")
         request = {KpTopicPartition(tp.topic, tp.partition): (None if r is None else list(r))
                    for tp, r in targets.items()}
@@ -366,7 +370,7 @@ class AdminApiBackend:
         failed = {TopicPartition(k.topic, k.partition): err for k, err in results.items()
                   if err is not None}
         if failed:
-            _raise_partition_errors("alter reassignments", failed)
+            raise_partition_errors("alter reassignments", failed)
 
     def alter_configs(
         self,
@@ -389,7 +393,7 @@ class AdminApiBackend:
         ck = CkConfigResource(_RESOURCE_TYPE[resource.type], resource.name,
                               incremental_configs=entries)
         what = f"alter configs of {resource.type} {resource.name!r}"
-        futures = self._call(what, lambda: self._admin.incremental_alter_configs(
+        futures = self._call(what, lambda: self._client.incremental_alter_configs(
             [ck], request_timeout=self._timeout))
         self._call(what, lambda: futures[ck].result(self._timeout))
 
@@ -403,13 +407,13 @@ class AdminApiBackend:
             return {}
         # No request_timeout/operation_timeout here: confluent-kafka 2.16.1 crashes on them
         # (SystemError); socket.timeout.ms, set at construction, bounds the call instead.
-        results = self._call("elect preferred leaders", lambda: self._admin.elect_leaders(
+        results = self._call("elect preferred leaders", lambda: self._client.elect_leaders(
             ElectionType.PREFERRED, wanted).result(self._timeout + 5))
         outcome: dict[TopicPartition, str | None] = {}
         for ctp, error in results.items():
             name = None
             if error is not None:
-                name = _error_name(error)
+                name = error_name(error)
                 if name == "ELECTION_NOT_NEEDED":
                     name = None
             outcome[TopicPartition(ctp.topic, ctp.partition)] = name
@@ -431,21 +435,21 @@ class AdminApiBackend:
 
     def _check_partitions_exist(self, targets: Iterable[TopicPartition]) -> None:
         topics = sorted({tp.topic for tp in targets})
-        futures = self._call("describe topics", lambda: self._admin.describe_topics(
+        futures = self._call("describe topics", lambda: self._client.describe_topics(
             TopicCollection(topics), request_timeout=self._timeout))
         counts = {}
         for topic, future in futures.items():
             try:
                 counts[topic] = len(future.result(self._timeout).partitions)
             except KafkaException as exc:
-                if _error_name(exc) != "UNKNOWN_TOPIC_OR_PARTITION":
-                    raise _backend_error("describe topics", exc) from None
+                if error_name(exc) != "UNKNOWN_TOPIC_OR_PARTITION":
+                    raise backend_error("describe topics", exc) from None
             except concurrent.futures.TimeoutError:
                 raise BackendError(
                     f"describe topics: no answer within {self._timeout:g}s") from None
         unknown = [tp for tp in targets if not 0 <= tp.partition < counts.get(tp.topic, 0)]
         if unknown:
-            raise ValidationError(f"unknown partition(s): {_names(unknown)}")
+            raise ValidationError(f"unknown partition(s): {partition_names(unknown)}")
 
     def _call(self, what: str, fn):
         if self._admin is None:
@@ -454,12 +458,12 @@ class AdminApiBackend:
             return fn()
         except KafkaException as exc:
             named = named_error(self._errors.snapshot(), self.bootstrap_servers, all_down=True)
-            raise (named or _backend_error(what, exc)) from None
+            raise (named or backend_error(what, exc)) from None
         except concurrent.futures.TimeoutError:
             named = named_error(self._errors.snapshot(), self.bootstrap_servers, all_down=True)
             raise (named or BackendError(f"{what}: no answer within {self._timeout:g}s")) from None
         finally:
-            self._admin.poll(0)  # serves queued librdkafka log lines to the logger
+            self._client.poll(0)  # serves queued librdkafka log lines to the logger
 
     def _legacy_call(self, what: str, fn):
         """Run a kafka-python call; once more after a connection failure, with the controller
@@ -478,7 +482,7 @@ class AdminApiBackend:
                     raise BackendError(f"{what}: {type(exc).__name__}: {exc}") from None
                 self._refresh_legacy_metadata(client)
             except kp_errors.KafkaError as exc:
-                raise _legacy_error(what, exc) from None
+                raise legacy_error(what, exc) from None
         raise AssertionError("unreachable")
 
     def _refresh_legacy_metadata(self, client) -> None:
@@ -545,13 +549,11 @@ def _check_replica_lists(
     for tp, replicas in sorted(targets.items()):
         if not replicas:
             raise InvalidReplicaAssignmentError(f"empty replica list for partition {tp}")
-        seen: set[int] = set()
-        for r in replicas:
-            if r in seen:
-                raise InvalidReplicaAssignmentError(
-                    f"duplicate replica {r} in the replica list of partition {tp}: "
-                    f"{list(replicas)}")
-            seen.add(r)
+        repeated = kafka_rules.duplicate_replicas(replicas)
+        if repeated:
+            raise InvalidReplicaAssignmentError(
+                f"duplicate replica {repeated[0]} in the replica list of partition {tp}: "
+                f"{list(replicas)}")
     unknown = sorted({r for rs in targets.values() for r in rs} - set(live))
     if unknown:
         raise InvalidReplicaAssignmentError(
@@ -590,87 +592,13 @@ def _with_reassignments(
     return out
 
 
-def _names(tps: Iterable[TopicPartition]) -> str:
-    return ", ".join(str(tp) for tp in sorted(tps))
-
-
-def _error_name(error: Any) -> str:
-    """Kafka's error name from a confluent KafkaException/KafkaError."""
-    if isinstance(error, KafkaException):
-        error = error.args[0]
-    return error.name() if hasattr(error, "name") else type(error).__name__
-
-
-def _error_text(error: Any) -> str:
-    if isinstance(error, KafkaException):
-        error = error.args[0]
-    return error.str() if hasattr(error, "str") else str(error)
-
-
-def _typed_error(what: str, name: str, message: str) -> Exception:
-    text = f"{what}: {name}: {message}" if message else f"{what}: {name}"
-    if name == "INVALID_REPLICA_ASSIGNMENT":
-        return InvalidReplicaAssignmentError(text)
-    if name == "NO_REASSIGNMENT_IN_PROGRESS":
-        return NoReassignmentInProgressError(f"nothing to cancel: {text}")
-    if name == "REASSIGNMENT_IN_PROGRESS":
-        return ReassignmentInProgressError(text)
-    if name in ("BROKER_NOT_AVAILABLE", "REPLICA_NOT_AVAILABLE"):
-        return BrokerNotAvailableError(text)
-    if name in _INVALID_REQUEST_ERRORS:
-        return ValidationError(text)
-    return BackendError(text)
-
-
-def _backend_error(what: str, exc: KafkaException) -> Exception:
-    return _typed_error(what, _error_name(exc), _error_text(exc))
-
-
-def _legacy_error(what: str, exc: Exception) -> Exception:
-    """kafka-python error classes carry Kafka's name in ``message`` (e.g. NOT_CONTROLLER);
-    their text repeats the whole request, so only the name is kept."""
-    return _typed_error(what, getattr(exc, "message", type(exc).__name__), "")
-
-
-def _raise_partition_errors(what: str, failed: Mapping[TopicPartition, Any]) -> None:
-    """One error for a partly failed request; its type follows the first Kafka error name."""
-    by_name: dict[str, list[TopicPartition]] = {}
-    for tp, err in failed.items():
-        by_name.setdefault(getattr(err, "message", str(err)), []).append(tp)
-    details = "; ".join(f"{n} for {_names(t)}" for n, t in sorted(by_name.items()))
-    raise _typed_error(what, min(by_name), details)
-
-
-class _RedactSecrets(logging.Filter):
-    """kafka-python logs its configuration and, at DEBUG, every request it sends, SASL
-    tokens included: this filter masks the known secrets in any record of its loggers."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.secrets: set[str] = set()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        text = record.getMessage()
-        hidden = text
-        for secret in self.secrets:
-            hidden = hidden.replace(secret, "[hidden]")
-            hidden = hidden.replace(repr(secret.encode())[2:-1], "[hidden]")
-        if hidden != text:
-            record.msg, record.args = hidden, None
-        return True
-
-
-_REDACTION = _RedactSecrets()
-
-
-def _install_redaction(secrets: Iterable[str]) -> None:
-    """Filters sit on loggers, not inherited by children: put one on every kafka-python
-    logger (they exist once its modules are imported, which importing the client does)."""
+def _install_redaction(values: Iterable[str]) -> None:
+    """Register the secrets and put the redacting filter on every kafka-python logger (they
+    exist once its modules are imported, which importing the client does)."""
     import kafka.admin  # noqa: F401  (creates the loggers)
 
-    _REDACTION.secrets.update(s for s in secrets if s)
+    for value in values:
+        secrets.register(value)
     for name in list(logging.Logger.manager.loggerDict):
         if name == "kafka" or name.startswith("kafka."):
-            logger = logging.getLogger(name)
-            if _REDACTION not in logger.filters:
-                logger.addFilter(_REDACTION)
+            secrets.filter_logger(logging.getLogger(name))

@@ -129,17 +129,6 @@ def attach_debug_log(logger: logging.Logger) -> None:
         return
     handler = logging.StreamHandler()
     handler._kafka_ops_debug = True  # type: ignore[attr-defined]
-    handler.addFilter(RedactingFilter())
+    handler.addFilter(secrets.RedactingFilter())
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG)
-
-
-class RedactingFilter(logging.Filter):
-    """Masks every registered secret in a record (see kafka_ops.secrets)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        text = record.getMessage()
-        hidden = secrets.redact(text)
-        if hidden != text:
-            record.msg, record.args = hidden, None
-        return True

@@ -14,9 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kafka_ops.backends.base import ClusterBackend
+
+# ZooKeeper settings live in zk_connect (the ZooKeeper backend needs them, and this module
+# imports that backend); they are part of this module's interface too.
+from kafka_ops.backends.zk_connect import ZooKeeperAuth, validate_zookeeper_connect
 from kafka_ops.errors import ValidationError
 
-_HOST_PORT = re.compile(r"^[^\s/,:]+(:\d{1,5})?$")
 #: Keys of librdkafka/Kafka client security settings whose values are secrets.
 _SECRET_HINTS = ("password", "secret", "token", "key", "jaas.config")
 
@@ -24,28 +27,6 @@ _SECRET_HINTS = ("password", "secret", "token", "key", "jaas.config")
 def _is_secret(key: str) -> bool:
     # "ssl.key.location" names a file, not a secret; "ssl.key.password" is one.
     return any(h in key.lower() for h in _SECRET_HINTS) and not key.endswith(".location")
-
-
-@dataclass(frozen=True)
-class ZooKeeperAuth:
-    """Digest credentials (Kafka's ZooKeeper ACLs) or SASL/DIGEST-MD5 (a JAAS login)."""
-
-    username: str
-    password: str = field(repr=False)
-    scheme: str = "digest"  # "digest" (auth_data) or "sasl" (kazoo sasl_options)
-
-    def __post_init__(self) -> None:
-        if self.scheme not in ("digest", "sasl"):
-            raise ValidationError(
-                f"ZooKeeper auth scheme must be 'digest' or 'sasl', not {self.scheme!r}"
-            )
-        if not self.username or ":" in self.username:
-            raise ValidationError("ZooKeeper auth username must be non-empty and contain no ':'")
-
-    def __repr__(self) -> str:
-        return f"ZooKeeperAuth(scheme={self.scheme!r}, username={self.username!r}, password='***')"
-
-    __str__ = __repr__
 
 
 @dataclass(frozen=True)
@@ -91,18 +72,6 @@ class ClusterConnection:
     __str__ = __repr__
 
 
-def validate_zookeeper_connect(connect: str) -> None:
-    """``host:port[,host:port...][/chroot]``, Kafka's zookeeper.connect format."""
-    hosts, slash, chroot = connect.partition("/")
-    if slash and (not chroot or chroot.endswith("/") or "//" in chroot):
-        raise ValidationError(f"ZooKeeper chroot '/{chroot}' is not a valid path in {connect!r}")
-    for host in hosts.split(","):
-        if not _HOST_PORT.match(host.strip()):
-            raise ValidationError(
-                f"ZooKeeper connect string {connect!r} has a bad host:port {host!r}"
-            )
-
-
 _BOOTSTRAP = re.compile(r"^(?:[A-Za-z_]+://)?(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<host>[A-Za-z0-9_.\-]+)):(?P<port>\d{1,5})$")
 
 
@@ -140,6 +109,7 @@ def connect(conn: ClusterConnection) -> ClusterBackend:
         )
     from kafka_ops.backends.admin import AdminApiBackend  # lazy: confluent-kafka is heavy
 
+    assert conn.bootstrap_servers is not None  # ClusterConnection requires one of the two
     backend = AdminApiBackend(conn.bootstrap_servers, security=dict(conn.security or {}))
     try:
         backend.check_connection()  # a named auth/TLS/unreachable error within seconds

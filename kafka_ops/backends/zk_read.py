@@ -48,7 +48,7 @@ class MultiRead(NamedTuple):
     each znode's data or a kazoo exception instance (e.g. NoNodeError) per path."""
 
     paths: Sequence[str]
-    type = 22  # ZooDefs.OpCode.multiRead
+    type: int = 22  # ZooDefs.OpCode.multiRead
 
     def serialize(self) -> bytearray:
         b = bytearray()

@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import importlib.util
 import logging
-import re
 import threading
 import time
 from collections import Counter
@@ -47,11 +46,13 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.watchers import ChildrenWatch
 from kazoo.retry import ForceRetryError, KazooRetry, RetryFailedError
 
+from kafka_ops import secrets
 from kafka_ops.backends import log_dirs
+from kafka_ops.backends import zk_checks as checks
 from kafka_ops.backends import zk_paths as zk
 from kafka_ops.backends.admin_connect import check_client_settings
 from kafka_ops.backends.base import ConfigResource, OngoingReassignment
-from kafka_ops.backends.connection import ZooKeeperAuth, validate_zookeeper_connect
+from kafka_ops.backends.zk_connect import ZooKeeperAuth, validate_zookeeper_connect
 from kafka_ops.backends.zk_read import ZnodeReader
 from kafka_ops.errors import (
     AdminOperationError,
@@ -67,43 +68,13 @@ from kafka_ops.model import Broker, ClusterModel, Partition, TopicPartition
 
 log = logging.getLogger(__name__)
 
-_MAX_ZNODE_BYTES = 1_000_000  # under jute.maxbuffer's default 0xfffff, leaving room for the header
-_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
-_THROTTLED_REPLICAS = re.compile(r"^(\*|\d+:\d+(,\d+:\d+)*)$")
-_THROTTLE_LIST_KEYS = (
-    "leader.replication.throttled.replicas",
-    "follower.replication.throttled.replicas",
-)
-_RATE_KEYS = (
-    "leader.replication.throttled.rate",
-    "follower.replication.throttled.rate",
-    "replica.alter.log.dirs.io.max.bytes.per.second",
-)
-
 T = TypeVar("T")
 
 
-class _Redact(logging.Filter):
-    """kazoo logs every request at DEBUG, Auth packets included ("user:password"): scrub the
-    credentials of every open backend from its log records."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.secrets: list[str] = []  # one entry per open backend (two may share a password)
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if self.secrets:
-            message = record.getMessage()
-            if any(s in message for s in self.secrets):
-                for s in self.secrets:
-                    message = message.replace(s, "***")
-                record.msg, record.args = message, None
-        return True
-
-
+# kazoo logs every request at DEBUG, Auth packets included ("user:password"): its log records
+# go through the redacting filter, which masks every registered password.
 _kazoo_log = logging.getLogger(f"{__name__}.kazoo")
-_redact = _Redact()
-_kazoo_log.addFilter(_redact)
+secrets.filter_logger(_kazoo_log)
 
 
 #: A lost connection or session: wait for kazoo to reconnect (a new session after expiry) and
@@ -207,9 +178,8 @@ class ZooKeeperBackend:
                 "username": auth.username,
                 "password": auth.password,
             }
-        self._secret = auth.password if auth is not None and auth.password else None
-        if self._secret:
-            _redact.secrets.append(self._secret)
+        if auth is not None and auth.password:
+            secrets.register(auth.password)
         # Retries here are for concurrent changes (ForceRetryError); connection and session
         # losses go up to _translate_errors, which waits for a reconnection and replays.
         self._retry = KazooRetry(max_tries=20, delay=0.02, backoff=2, max_delay=1.0,
@@ -301,9 +271,6 @@ class ZooKeeperBackend:
             self._log_dir_client = None
         self._client.stop()
         self._client.close()
-        if self._secret in _redact.secrets:
-            _redact.secrets.remove(self._secret)
-        self._secret = None
 
     def __enter__(self) -> ZooKeeperBackend:
         return self
@@ -396,7 +363,7 @@ class ZooKeeperBackend:
             )
         }
         topics = self._topics(self._children(zk.TOPICS))
-        ongoing = _ongoing(topics, self._pending_zk_reassignment(), None)
+        ongoing = checks.ongoing_reassignments(topics, self._pending_zk_reassignment(), None)
         tps = [TopicPartition(t, p) for t, z in topics.items() for p in z.partitions]
         state_paths = [zk.partition_state_path(*tp) for tp in tps]
         partitions = []
@@ -466,7 +433,7 @@ class ZooKeeperBackend:
             names = self._children(zk.TOPICS)
         else:
             names = sorted({tp.topic for tp in wanted})
-        return _ongoing(self._topics(names), pending, wanted)
+        return checks.ongoing_reassignments(self._topics(names), pending, wanted)
 
     # -- topics --------------------------------------------------------------------------
     @_translate_errors
@@ -478,14 +445,14 @@ class ZooKeeperBackend:
     ) -> None:
         """AdminZkClient.createTopicWithAssignment: config znode first, then the topic znode
         (v3, new topic id); the controller creates the partitions when it sees the child."""
-        _validate_topic_name(topic)
+        checks.validate_topic_name(topic)
         if sorted(assignment) != list(range(len(assignment))):
             raise InvalidReplicaAssignmentError(
                 f"Partitions of topic '{topic}' should be a consecutive 0-based integer sequence, "
                 f"got {sorted(assignment)}"
             )
-        _validate_assignment(assignment, self._live_broker_ids(), first_partition=0)
-        _validate_configs(config or {}, topic=True)
+        checks.validate_assignment(assignment, self._live_broker_ids(), first_partition=0)
+        checks.validate_configs(config or {}, topic=True)
         existing = self._children(zk.TOPICS)
         if topic in existing:
             raise ValidationError(f"Topic '{topic}' already exists.")
@@ -536,7 +503,7 @@ class ZooKeeperBackend:
                     f"{count}..{count + len(new_assignment) - 1}, got {sorted(new_assignment)}"
                 )
             rf = len(znode.partitions[0])
-            _validate_assignment(new_assignment, live, first_partition=count, expected_rf=rf)
+            checks.validate_assignment(new_assignment, live, first_partition=count, expected_rf=rf)
             partitions = dict(znode.partitions) | {p: tuple(r) for p, r in new_assignment.items()}
             return zk.encode_topic(
                 zk.TopicZnode(partitions, znode.adding, znode.removing, znode.topic_id)
@@ -592,7 +559,7 @@ class ZooKeeperBackend:
                 "The proposed assignment contains non-existent brokerIDs: "
                 + ",".join(map(str, unknown))
             )
-        data = _fits_in_a_znode(
+        data = checks.fits_in_a_znode(
             zk.encode_reassignment(targets), f"a reassignment of {len(targets)} partitions"
         )
         try:
@@ -634,8 +601,8 @@ class ZooKeeperBackend:
                 znode = zk.decode_topic(zk.topic_path(topic), data)
                 partitions = dict(znode.partitions)
                 for p in mine:
-                    adding = znode.adding.get(p, ())
-                    partitions[p] = tuple(r for r in partitions[p] if r not in adding)
+                    new = znode.adding.get(p, ())
+                    partitions[p] = tuple(r for r in partitions[p] if r not in new)
                 adding = {p: r for p, r in znode.adding.items() if p not in mine}
                 removing = {p: r for p, r in znode.removing.items() if p not in mine}
                 return zk.encode_topic(zk.TopicZnode(partitions, adding, removing, znode.topic_id))
@@ -699,7 +666,7 @@ class ZooKeeperBackend:
         both = sorted(delete & set_configs.keys())
         if both:
             raise ValidationError(f"config keys both set and deleted: {', '.join(both)}")
-        _validate_configs(set_configs, topic=resource.type == "topic")
+        checks.validate_configs(set_configs, topic=resource.type == "topic")
         entity_type, name = self._config_entity(resource)
         path = zk.config_path(entity_type, name)
 
@@ -730,7 +697,7 @@ class ZooKeeperBackend:
         if to_elect:
             try:
                 data = zk.encode_preferred_election(to_elect)
-                _fits_in_a_znode(data, f"an election of {len(to_elect)} partitions")
+                checks.fits_in_a_znode(data, f"an election of {len(to_elect)} partitions")
                 self._client.create(zk.PREFERRED_REPLICA_ELECTION, data, makepath=True)
             except NodeExistsError:
                 path = zk.PREFERRED_REPLICA_ELECTION
@@ -808,120 +775,3 @@ class ZooKeeperBackend:
                 raise BackendError(f"brokers {sorted(ids)} not {state} within {timeout:g}s")
         finally:
             stop()
-
-
-def _ongoing(
-    topics: Mapping[str, zk.TopicZnode],
-    pending: Mapping[TopicPartition, tuple[int, ...]],
-    wanted: set[TopicPartition] | None,
-) -> dict[TopicPartition, OngoingReassignment]:
-    """Reassignments in flight: the topic znodes' AR/RR (Kafka 2.4+); partitions only listed
-    in /admin/reassign_partitions (not yet started, or Kafka < 2.4) as the controller will run
-    them: RS = TRS then ORS, AR = RS - ORS, RR = RS - TRS."""
-    out: dict[TopicPartition, OngoingReassignment] = {}
-    for topic, znode in topics.items():
-        for p, replicas in znode.partitions.items():
-            tp = TopicPartition(topic, p)
-            if znode.reassigning(p) and (wanted is None or tp in wanted):
-                out[tp] = OngoingReassignment(
-                    tp, replicas, znode.adding.get(p, ()), znode.removing.get(p, ())
-                )
-    for tp, target in pending.items():
-        if tp in out or (wanted is not None and tp not in wanted):
-            continue
-        znode = topics.get(tp.topic)
-        if znode is None or tp.partition not in znode.partitions:
-            continue  # Kafka drops entries for unknown partitions
-        original = znode.partitions[tp.partition]
-        replicas = tuple(dict.fromkeys((*target, *original)))
-        out[tp] = OngoingReassignment(
-            tp,
-            replicas,
-            tuple(r for r in replicas if r not in original),
-            tuple(r for r in replicas if r not in target),
-        )
-    return dict(sorted(out.items()))
-
-
-def _fits_in_a_znode(data: bytes, what: str) -> bytes:
-    """ZooKeeper's default jute.maxbuffer (1 MiB) caps a request; above it the server drops
-    the connection, which reads as a network failure. Say so before sending."""
-    if len(data) > _MAX_ZNODE_BYTES:
-        raise ValidationError(
-            f"{what} is {len(data):,} bytes, over ZooKeeper's default 1 MiB znode limit "
-            "(jute.maxbuffer): submit it in smaller batches"
-        )
-    return data
-
-
-def _validate_topic_name(topic: str) -> None:
-    """Kafka's Topic.validate."""
-    if not topic:
-        raise ValidationError("Topic name is illegal, it can't be empty")
-    if topic in (".", ".."):
-        raise ValidationError('Topic name cannot be "." or ".."')
-    if len(topic) > 249:
-        raise ValidationError(
-            f"Topic name is illegal, it can't be longer than 249 characters, topic name: {topic}"
-        )
-    if not _LEGAL_TOPIC.match(topic):
-        raise ValidationError(
-            f'Topic name "{topic}" is illegal, it contains a character other than '
-            "ASCII alphanumerics, '.', '_' and '-'"
-        )
-
-
-def _validate_assignment(
-    assignment: Mapping[int, Sequence[int]],
-    live: set[int],
-    first_partition: int,
-    expected_rf: int | None = None,
-) -> None:
-    """AdminZkClient.validateReplicaAssignment's checks and messages."""
-    if not assignment:
-        raise InvalidReplicaAssignmentError("The replica assignment is empty")
-    for p in sorted(assignment):
-        replicas = list(assignment[p])
-        if not replicas:
-            raise InvalidReplicaAssignmentError(
-                f"Cannot have replication factor of 0 for partition id {p}."
-            )
-        if len(set(replicas)) != len(replicas):
-            raise InvalidReplicaAssignmentError(
-                "Duplicate brokers not allowed in replica assignment: "
-                f"{', '.join(map(str, replicas))} for partition id {p}."
-            )
-        unknown = sorted(set(replicas) - live)
-        if unknown:
-            raise InvalidReplicaAssignmentError(
-                f"Unknown broker(s) in replica assignment: {', '.join(map(str, unknown))}."
-            )
-    rf = expected_rf or len(assignment[min(assignment)])
-    bad = {p: len(r) for p, r in sorted(assignment.items()) if len(r) != rf}
-    if bad:
-        raise InvalidReplicaAssignmentError(
-            f"Inconsistent replication factor between partitions, partition {first_partition} has "
-            f"{rf} while partitions [{', '.join(map(str, bad))}] have replication factors "
-            f"[{', '.join(map(str, bad.values()))}], respectively."
-        )
-
-
-def _validate_configs(config: Mapping[str, str], topic: bool) -> None:
-    """The throttle values Kafka validates (ThrottledReplicaListValidator, rates as longs)."""
-    for key, value in config.items():
-        if not isinstance(value, str):
-            raise ValidationError(f"config {key} must be a string, got {value!r}")
-        if (
-            topic
-            and key in _THROTTLE_LIST_KEYS
-            and not _THROTTLED_REPLICAS.match(value.replace(" ", ""))
-        ):
-            raise ValidationError(
-                f"Invalid value {value} for configuration {key}: must be the literal '*' or a list "
-                "of replicas in the following format: "
-                "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
-            )
-        if not topic and key in _RATE_KEYS and not (value.isdigit()):
-            raise ValidationError(
-                f"Invalid value {value} for configuration {key}: must be a non-negative long"
-            )

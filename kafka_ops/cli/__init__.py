@@ -33,7 +33,6 @@ COMMAND_MODULES: list[tuple[str, str | None]] = [
     ("kafka_ops.cli.plan_goals", "plan"),
     ("kafka_ops.cli.plan_disks", "plan"),
     ("kafka_ops.cli.execute", None),
-    ("kafka_ops.cli.emulator", "emulator"),
     ("kafka_ops.cli.snapshot", None),
 ]
 

@@ -202,6 +202,7 @@ class WireFace:
         writers = self._writers.setdefault(broker_id, set())
         writers.add(writer)
         task = asyncio.current_task()
+        assert task is not None  # a connection handler always runs as a task
         self._tasks.add(task)
         conn = _Connection(authenticated=self._sasl_users is None)
         try:

@@ -28,6 +28,7 @@ from kafka_ops.backends.zk_paths import (
     state_json,
     topic_json,
 )
+from kafka_ops.emulator.zk_face_base import FaceBase
 from kafka_ops.errors import ClusterStateError, KafkaOpsError
 
 log = logging.getLogger("kafka_ops.emulator.zk_face")
@@ -37,7 +38,7 @@ _BATCH_BYTES = 256 * 1024  # data per transaction, far below the default 1 MB ju
 _MAX_IN_FLIGHT = 16
 
 
-class ZkBootstrap:
+class ZkBootstrap(FaceBase):
     """Start-up writes of ``ZooKeeperFace`` (a mixin: it uses the face's client and state)."""
 
     def _clear_previous_run(self) -> None:

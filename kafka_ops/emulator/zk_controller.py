@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from kafka_ops.emulator.kafka_errors import KafkaError
 from kafka_ops.emulator.replication import ReplicationModel
 from kafka_ops.emulator.state import Reassignment, distinct
+from kafka_ops.kafka_rules import duplicate_replicas
 from kafka_ops.model import NO_LEADER, TopicPartition
 
 
@@ -66,7 +67,7 @@ class ZkController(ReplicationModel):
         if not target:
             raise KafkaError("INVALID_REPLICA_ASSIGNMENT",
                              "Empty replica list specified in partition reassignment.")
-        if len(set(target)) != len(target):
+        if duplicate_replicas(target):
             raise KafkaError("INVALID_REPLICA_ASSIGNMENT",
                              "Duplicate replica ids in partition reassignment replica list: "
                              f"{_scala_seq(target)}")

@@ -48,15 +48,12 @@ this module holds the session, the watches and the worker thread. Paths and JSON
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
-from collections.abc import Iterable
-from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.states import EventType, KazooState, WatchedEvent
+from kazoo.protocol.states import KazooState
 
 from kafka_ops.backends.zk_paths import (
     BROKER_IDS,
@@ -66,17 +63,15 @@ from kafka_ops.backends.zk_paths import (
     PREFERRED_REPLICA_ELECTION,
     REASSIGN_PARTITIONS,
     TOPICS,
-    Assignment,
     broker_json,
     encode,
     now_ms,
 )
-from kafka_ops.emulator.cluster import EmulatedCluster, Event
+from kafka_ops.emulator.cluster import Event
 from kafka_ops.emulator.zk_bootstrap import ZkBootstrap
-from kafka_ops.emulator.zk_mirror import ZkMirror
 from kafka_ops.emulator.zk_reactions import ZkReactions, notice_sequence
-from kafka_ops.emulator.zk_writer import CONNECTION_ERRORS, Disconnected, ZkWriter
-from kafka_ops.errors import KafkaOpsError, ValidationError
+from kafka_ops.emulator.zk_writer import CONNECTION_ERRORS, Disconnected
+from kafka_ops.errors import KafkaOpsError
 from kafka_ops.model import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -84,41 +79,13 @@ log = logging.getLogger(__name__)
 _MAX_PENDING_WRITES = 2000  # mirrored writes in flight before the worker waits for them
 
 
-class ZooKeeperFace(ZkBootstrap, ZkMirror, ZkReactions):
+class ZooKeeperFace(ZkBootstrap, ZkReactions):
     """Runs ZooKeeper-mode Kafka's side of ZooKeeper for an ``EmulatedCluster`` (mode "zk").
 
     ``zookeeper`` is a connect string, optionally with a chroot (created if missing, as Kafka
     does). The chroot must not hold another cluster; what a stopped emulator with the same
     cluster id left there is cleared first.
     """
-
-    def __init__(self, cluster: EmulatedCluster, zookeeper: str, *, timeout: float = 15.0) -> None:
-        if cluster.mode != "zk":
-            raise ValidationError("the ZooKeeper face needs an emulated cluster in mode 'zk'")
-        self.cluster = cluster
-        self.zookeeper = zookeeper
-        self.timeout = timeout
-        self._client: KazooClient | None = None
-        self._queue: queue.Queue = queue.Queue()
-        self._worker: threading.Thread | None = None
-        self._writer = ZkWriter(lambda: self.client, timeout)
-        self._connected = threading.Event()
-        self._stopping = threading.Event()
-        self._resync_needed = False
-        self._session_id: int | None = None
-        self._seen: dict[str, int] = {}  # admin znode -> czxid of the one acted on
-        self._oldest_unwritten: float | None = None  # when the oldest unwritten event came
-        self._max_lag = 0.0
-        self._removals: dict[TopicPartition, list[int] | None] = {}
-        # What the znodes hold, as last written or read by us.
-        self._assignments: dict[str, dict[int, Assignment]] = {}
-        self._topic_ids: dict[str, str] = {}
-        self._state_versions: dict[TopicPartition, int] = {}
-        self._configs: dict[tuple[str, str], dict[str, str]] = {}
-        self._bad_topics: set[str] = set()
-        self._last_notice = -1
-        self._deleting_controller = False
-        self._watches: dict[str, Any] = {}
 
     # -- life cycle ------------------------------------------------------------------------
     def start(self) -> ZooKeeperFace:
@@ -203,22 +170,6 @@ class ZooKeeperFace(ZkBootstrap, ZkMirror, ZkReactions):
                 "transactions": self._writer.transactions,
                 "max_flush_s": round(self._writer.max_flush_seconds, 3)}
 
-    @property
-    def client(self) -> KazooClient:
-        if self._client is None:
-            raise KafkaOpsError("ZooKeeper face is not started")
-        return self._client
-
-
-    def _sync_broker_epochs(self, broker_ids: Iterable[int]) -> None:
-        """Kafka's broker epoch is the czxid of its registration znode."""
-        stats = {b: self.client.exists_async(f"{BROKER_IDS}/{b}") for b in broker_ids}
-        for broker_id, result in stats.items():
-            stat = result.get(timeout=self.timeout)
-            if stat is not None:
-                with self.cluster.lock:
-                    self.cluster.brokers[broker_id].epoch = stat.czxid
-
     def _arm_watches(self, initial: bool = True) -> None:
         """Arm every watch (at start, and again after a reconnect: kazoo forgets them)."""
         self.client.exists(REASSIGN_PARTITIONS, watch=self._watch("reassign"))
@@ -240,23 +191,6 @@ class ZooKeeperFace(ZkBootstrap, ZkMirror, ZkReactions):
         if not initial:  # partitions an operator added while we were away
             for topic in self._assignments:
                 self._queue.put(("zk", "topic", topic))
-
-    def _watch(self, name: str):
-        """One callback object per znode: kazoo keeps a set, so re-arming never doubles it."""
-        if name not in self._watches:
-            def callback(event: WatchedEvent) -> None:
-                self._queue.put(("zk", name, event.type))
-            self._watches[name] = callback
-        return self._watches[name]
-
-    def _topic_watch(self, topic: str):
-        key = f"topic:{topic}"
-        if key not in self._watches:
-            def callback(event: WatchedEvent) -> None:
-                if event.type == EventType.CHANGED:
-                    self._queue.put(("zk", "topic", topic))
-            self._watches[key] = callback
-        return self._watches[key]
 
     def _on_cluster_event(self, event: Event) -> None:
         # Called under the cluster lock: never block. The time measures the mirror's lag.
@@ -360,17 +294,3 @@ class ZooKeeperFace(ZkBootstrap, ZkMirror, ZkReactions):
         p = self.cluster.partitions.get(tp)
         return p is not None and self.cluster.reassignment_target(tp) is None and list(
             p.replicas) == list(replicas)
-
-    def _write(self, path: str, data) -> None:
-        self._writer.set(path, data)
-
-    def _create(self, path: str, data: bytes = b"", ephemeral: bool = False,
-                sequence: bool = False) -> None:
-        self._writer.create(path, data, ephemeral=ephemeral, sequence=sequence)
-
-    def _write_or_create(self, path: str, data: bytes, ephemeral: bool = False) -> None:
-        self._flush()
-        if self.client.exists(path):
-            self._write(path, data)
-        else:
-            self._create(path, data, ephemeral=ephemeral)

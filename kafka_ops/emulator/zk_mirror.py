@@ -30,12 +30,28 @@ from kafka_ops.backends.zk_paths import (
     topic_json,
 )
 from kafka_ops.emulator.state import Event
+from kafka_ops.emulator.zk_face_base import FaceBase
 from kafka_ops.model import TopicPartition
 
 log = logging.getLogger("kafka_ops.emulator.zk_face")
 
 
-class ZkMirror:
+def _tp(event: Event) -> TopicPartition:
+    assert event.topic is not None and event.partition is not None, event  # a partition's event
+    return TopicPartition(event.topic, event.partition)
+
+
+def _topic(event: Event) -> str:
+    assert event.topic is not None, event  # a topic's event
+    return event.topic
+
+
+def _broker(event: Event) -> int:
+    assert event.broker is not None, event  # a broker's event
+    return event.broker
+
+
+class ZkMirror(FaceBase):
     """Cluster events -> znodes, for ``ZooKeeperFace`` (a mixin over the face's state)."""
 
     def _mirror(self, event: Event) -> None:
@@ -44,7 +60,7 @@ class ZkMirror:
             handler(event)
 
     def _on_broker_started(self, event: Event) -> None:
-        b = self.cluster.brokers[event.broker]
+        b = self.cluster.brokers[_broker(event)]
         path = f"{BROKER_IDS}/{b.id}"
         data = encode(broker_json(b.id, b.host, b.advertised_port, b.rack, now_ms()))
         self._writer.create(path, data, ephemeral=True)  # sets it if it exists
@@ -58,16 +74,16 @@ class ZkMirror:
         """A failed directory: the broker's LogDirFailureHandler writes a sequential
         notification, which the controller's watch picks up (``_process_log_dir_events``)."""
         if event.data["failed"]:
-            self._writer.create(LOG_DIR_EVENT_PREFIX, encode(log_dir_event_json(event.broker)),
+            self._writer.create(LOG_DIR_EVENT_PREFIX, encode(log_dir_event_json(_broker(event))),
                                 sequence=True)
 
     def _on_controller_changed(self, event: Event) -> None:
         self._write(CONTROLLER_EPOCH, str(event.data["epoch"]).encode())
-        if event.broker < 0:
+        if _broker(event) < 0:
             self._deleting_controller = True
             self._writer.delete(CONTROLLER)
         else:
-            self._write_or_create(CONTROLLER, encode(controller_json(event.broker, now_ms())),
+            self._write_or_create(CONTROLLER, encode(controller_json(_broker(event), now_ms())),
                                   ephemeral=True)
 
     def _write_topic(self, topic: str) -> None:
@@ -86,7 +102,7 @@ class ZkMirror:
             self._state_versions[TopicPartition(topic, p)] = 0
 
     def _on_topic_created(self, event: Event) -> None:
-        topic, data = event.topic, event.data
+        topic, data = _topic(event), event.data
         self._topic_ids[topic] = data["topic_id"]
         self._assignments[topic] = {
             p: (list(s["replicas"]), [], []) for p, s in data["partitions"].items()}
@@ -101,7 +117,7 @@ class ZkMirror:
         self.client.get_async(f"{TOPICS}/{topic}", watch=self._topic_watch(topic))
 
     def _on_partitions_created(self, event: Event) -> None:
-        topic = event.topic
+        topic = _topic(event)
         for p, s in event.data["partitions"].items():
             self._assignments[topic][p] = (list(s["replicas"]), [], [])
         self._write_topic(topic)
@@ -109,7 +125,7 @@ class ZkMirror:
 
     def _on_partition_changed(self, event: Event) -> None:
         d = event.data
-        tp = TopicPartition(event.topic, event.partition)
+        tp = _tp(event)
         assignment = (d["replicas"], d["adding"], d["removing"])
         if self._assignments[tp.topic].get(tp.partition) != assignment:
             self._assignments[tp.topic][tp.partition] = assignment
@@ -123,10 +139,10 @@ class ZkMirror:
 
     def _on_reassignment_started(self, event: Event) -> None:
         if event.data["source"] == "api":  # the latest reassignment wins over a ZK one
-            self._remove_later(TopicPartition(event.topic, event.partition), None)
+            self._remove_later(_tp(event), None)
 
     def _on_reassignment_completed(self, event: Event) -> None:
-        tp = TopicPartition(event.topic, event.partition)
+        tp = _tp(event)
         self._remove_later(tp, list(event.data["replicas"]))  # B7
 
     def _remove_later(self, tp: TopicPartition, replicas: list[int] | None) -> None:

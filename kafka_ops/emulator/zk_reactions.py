@@ -24,6 +24,7 @@ from kafka_ops.backends.zk_paths import (
     parse_topic,
 )
 from kafka_ops.emulator.kafka_errors import KafkaError
+from kafka_ops.emulator.zk_mirror import ZkMirror
 from kafka_ops.model import TopicPartition
 
 log = logging.getLogger("kafka_ops.emulator.zk_face")
@@ -42,7 +43,7 @@ def _notice_entity(data: dict) -> tuple[str, str]:
     return data["entity_type"], data["entity_name"]
 
 
-class ZkReactions:
+class ZkReactions(ZkMirror):
     """ZooKeeper notifications -> controller actions, for ``ZooKeeperFace`` (a mixin)."""
 
     def _react(self, name: str, detail: Any) -> None:

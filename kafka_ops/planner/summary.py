@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kafka_ops.formatting import format_bytes, format_duration
 from kafka_ops.model import NO_LEADER
 from kafka_ops.plan import ReassignmentPlan
 
@@ -84,11 +85,11 @@ class PlanSummary:
         lines = [
             f"mode: {self.mode}",
             f"partitions changed: {self.partitions_changed}   replica moves: {self.replica_moves}   "
-            f"bytes moved: {_bytes(self.bytes_moved)}   leader changes: {self.leader_changes}",
+            f"bytes moved: {format_bytes(self.bytes_moved)}   leader changes: {self.leader_changes}",
         ]
         if throttle_bytes_per_sec:
             secs = self.estimated_seconds(throttle_bytes_per_sec)
-            lines.append(f"estimated duration at {_bytes(throttle_bytes_per_sec)}/s: {_duration(secs)}")
+            lines.append(f"estimated duration at {format_bytes(throttle_bytes_per_sec)}/s: {format_duration(secs)}")
         if self.capped:
             lines.append(f"stopped early by: {', '.join(self.capped)}")
         lines.extend(f"warning: {w}" for w in self.warnings)
@@ -134,17 +135,3 @@ def _num(v: float | None) -> str:
     if v is None:
         return "-"
     return f"{v:g}" if isinstance(v, int) or v == int(v) else f"{v:.3f}"
-
-
-def _bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
-
-
-def _duration(secs: float) -> str:
-    h, rem = divmod(int(secs + 0.5), 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"

@@ -7,6 +7,8 @@ brokers may be dead, some racks missing, some brokers empty: the shapes planners
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import strategies as st
 
 from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition
@@ -56,7 +58,7 @@ def clusters(
 
 
 @st.composite
-def pooled_clusters(draw: st.DrawFn, **cluster_args: object) -> tuple[ClusterModel, PoolSet]:
+def pooled_clusters(draw: st.DrawFn, **cluster_args: Any) -> tuple[ClusterModel, PoolSet]:
     """A cluster from ``clusters()`` split into two pools (brokers by parity, topics by index).
 
     Replicas start wherever ``clusters()`` put them, so pools begin violated: the planner must

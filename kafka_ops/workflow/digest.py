@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka_ops.errors import ValidationError
+from kafka_ops.formatting import format_bytes, format_duration
 from kafka_ops.model import NO_LEADER, ClusterModel
 from kafka_ops.plan import ReassignmentPlan
-from kafka_ops.plan_report import diff_plan, format_bytes
+from kafka_ops.plan_report import diff_plan
 from kafka_ops.planner.disks import log_dir_changes, rollback_with_dirs
 from kafka_ops.workflow.records import Record
 
@@ -83,7 +84,7 @@ class ApprovalDigest(Record):
                          f"bytes: {format_bytes(self.log_dir_bytes)}")
         if self.estimated_seconds is not None and self.throttle_bytes_per_sec:
             lines.append(f"estimated duration at {format_bytes(self.throttle_bytes_per_sec)}/s: "
-                         f"{_duration(self.estimated_seconds)}")
+                         f"{format_duration(self.estimated_seconds)}")
         for g in self.goals:
             change = "; ".join(f"{k} {g['before'].get(k)} -> {v}" for k, v in g["after"].items())
             lines.append(f"goal {g['name']} ({g['status']}): {change}")
@@ -181,9 +182,3 @@ def _risks(plan: ReassignmentPlan, cluster: ClusterModel, diff: Any, near_capaci
 
 def _ids(ids: list[int]) -> str:
     return ",".join(map(str, ids))
-
-
-def _duration(secs: float) -> str:
-    h, rem = divmod(int(secs + 0.5), 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"

@@ -19,7 +19,6 @@ from airflow.sdk import BaseOperator, Param, TriggerRule, chain
 
 from kafka_ops_provider.notifications.oncall import OnCallNotifier, RunOutcomeNotifier
 from kafka_ops_provider.operators.approval import PlanApprovalOperator
-from kafka_ops_provider.ui.operators import PredictTimelineOperator
 from kafka_ops_provider.operators.execution import (
     ClearThrottlesOperator,
     ElectPreferredLeadersOperator,
@@ -28,7 +27,7 @@ from kafka_ops_provider.operators.execution import (
     ReassignmentReportOperator,
     VerifyReassignmentOperator,
 )
-
+from kafka_ops_provider.ui.operators import PredictTimelineOperator
 
 
 def gate_params() -> dict[str, Param]:

@@ -1,5 +1,5 @@
-"""The CLI against live clusters: `kafka-ops emulator run` in a process of its own, and the
-planner reading state through the ZooKeeper backend and through the Admin API backend.
+"""The CLI against live clusters: `kafka-ops-emulator run` (python -m kafka_ops.emulator) in a
+process of its own, and the planner reading state through the ZooKeeper backend and through the Admin API backend.
 
 Everything crosses real process boundaries and real sockets, as an operator's shell would.
 """
@@ -19,12 +19,13 @@ from kafka_ops.plan import ReassignmentPlan
 from kafka_ops.snapshot import load_snapshot
 
 KAFKA_OPS = str(Path(sys.executable).parent / "kafka-ops")
+EMULATOR = [sys.executable, "-m", "kafka_ops.emulator"]  # its own program, not a kafka-ops command
 
 
 def _start(*args: str) -> tuple[subprocess.Popen[str], dict[str, str]]:
     """Run the emulator CLI; return it with what it printed up to its ready line."""
     process = subprocess.Popen(
-        [KAFKA_OPS, "emulator", "run", *args],
+        [*EMULATOR, "run", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     printed = {}
@@ -68,7 +69,7 @@ def test_kraft_mode_refuses_zookeeper_and_zk_mode_needs_one():
         (["--mode", "kraft", "--embedded-zookeeper"], "--mode kraft runs without ZooKeeper (Kafka 4 has none)"),
         (["--mode", "zk"], "--mode zk needs --zookeeper or --embedded-zookeeper"),
     ):
-        run = subprocess.run([KAFKA_OPS, "emulator", "run", "--snapshot", SNAPSHOT, *args],
+        run = subprocess.run([*EMULATOR, "run", "--snapshot", SNAPSHOT, *args],
                              capture_output=True, text=True, timeout=60)
         assert run.returncode == 2
         assert run.stderr == f"error: {message}\n"

@@ -401,13 +401,13 @@ def test_emulator_runtime_ticks_on_its_own(zk_connect: str):
     assert emulator.cluster.partitions[tp].replicas == target
 
 
-KAFKA_OPS = str(Path(sys.executable).parent / "kafka-ops")
+EMULATOR = [sys.executable, "-m", "kafka_ops.emulator"]  # its own program, not a kafka-ops command
 
 
 def test_cli_runs_until_sigterm_and_takes_faults(zk_connect: str, tmp_path: Path):
     control = str(tmp_path / "control.sock")
     process = subprocess.Popen(
-        [KAFKA_OPS, "emulator", "run", "--zookeeper", zk_connect, "--preset", "small",
+        [*EMULATOR, "run", "--zookeeper", zk_connect, "--preset", "small",
          "--seed", "2", "--speed", "60", "--control-socket", control],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
@@ -415,7 +415,7 @@ def test_cli_runs_until_sigterm_and_takes_faults(zk_connect: str, tmp_path: Path
     zk.start(timeout=15)
 
     def fault(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([KAFKA_OPS, "emulator", "fault", "--control-socket", control,
+        return subprocess.run([*EMULATOR, "fault", "--control-socket", control,
                                *args], capture_output=True, text=True, timeout=60)
 
     try:

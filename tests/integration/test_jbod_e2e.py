@@ -272,30 +272,29 @@ def test_zookeeper_mode_reads_log_dirs_from_brokers_behind_sasl(zk_connect, capl
 
 
 def test_emulator_cli_fails_a_log_dir_and_fix_offline_repairs_it(zk_connect, tmp_path):
-    """`kafka-ops emulator fault fail-log-dir` on a running emulator (own process): the
+    """`kafka-ops-emulator fault fail-log-dir` on a running emulator (own process): the
     directory goes offline, its replicas leave the ISRs (seen in ZooKeeper), DescribeLogDirs
     answers KAFKA_STORAGE_ERROR for it; then the workflow's fix-offline plan moves those
     replicas to healthy brokers and directories."""
     import json
     import subprocess
     import sys
-    from pathlib import Path
 
     from kafka_ops import workflow as wf
     from kafka_ops.backends.zookeeper import ZooKeeperBackend
     from kafka_ops.snapshot import model_to_dict
 
-    kafka_ops = str(Path(sys.executable).parent / "kafka-ops")
+    emulator = [sys.executable, "-m", "kafka_ops.emulator"]  # its own program
     snapshot = tmp_path / "jbod.json"
     snapshot.write_text(json.dumps(model_to_dict(jbod_cluster())))
     control = str(tmp_path / "control.sock")
     process = subprocess.Popen(
-        [kafka_ops, "emulator", "run", "--zookeeper", zk_connect, "--snapshot", str(snapshot), "--wire",
+        [*emulator, "run", "--zookeeper", zk_connect, "--snapshot", str(snapshot), "--wire",
          "--speed", "20", "--control-socket", control],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def fault(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([kafka_ops, "emulator", "fault", "--control-socket", control, *args],
+        return subprocess.run([*emulator, "fault", "--control-socket", control, *args],
                               capture_output=True, text=True, timeout=60)
 
     backend = None

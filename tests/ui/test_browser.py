@@ -29,10 +29,10 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "airflow"))
 
 from e2e_helpers import OPS, REMOVE, throttles_left  # noqa: E402
-from kafka_ops_provider.hooks.state import run_key  # noqa: E402
 from test_notifications import SECRET, Receiver  # noqa: E402
 
 from kafka_ops.testing.airflow import wait_for  # noqa: E402
+from kafka_ops_provider.hooks.state import run_key  # noqa: E402
 
 
 def _airflow_fixtures():

@@ -10,9 +10,6 @@ import re
 
 import pytest
 from fastapi.testclient import TestClient
-from kafka_ops_provider.ui.app import URL_PREFIX, create_app
-from kafka_ops_provider.ui.files import write_run_files
-from kafka_ops_provider.ui.operators import execution_options
 
 from kafka_ops.emulator.clock import ManualClock
 from kafka_ops.executor import Executor, StateStore
@@ -21,6 +18,9 @@ from kafka_ops.model import TopicPartition as TP
 from kafka_ops.plan import ReassignmentPlan
 from kafka_ops.predict import predict
 from kafka_ops.testing.inprocess import InProcessBackend
+from kafka_ops_provider.ui.app import URL_PREFIX, create_app
+from kafka_ops_provider.ui.files import write_run_files
+from kafka_ops_provider.ui.operators import execution_options
 
 MB = 1_000_000
 DAG, KEY = "kafka_rebalance", "manual__2026-11-22T03_00_00"

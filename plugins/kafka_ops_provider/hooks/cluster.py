@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk.exceptions import AirflowNotFoundException
 from airflow.sdk import BaseHook
+from airflow.sdk.exceptions import AirflowNotFoundException
 
 if TYPE_CHECKING:
     from kafka_ops.backends.base import ClusterBackend

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow.sdk.exceptions import AirflowNotFoundException
 from airflow.sdk import BaseHook
+from airflow.sdk.exceptions import AirflowNotFoundException
 
 
 class PrometheusHook(BaseHook):

@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from airflow.sdk.exceptions import AirflowNotFoundException
 from airflow.sdk import BaseHook, Variable
+from airflow.sdk.exceptions import AirflowNotFoundException
 
 #: How long a dead worker's claim on an execution outlives it (see ExecutionStateHook.store).
 LEASE_SECONDS = 20.0

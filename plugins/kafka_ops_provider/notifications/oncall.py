@@ -18,19 +18,16 @@ from typing import Any
 
 from airflow.sdk import BaseNotifier
 
+from kafka_ops.formatting import format_bytes, format_duration
 from kafka_ops_provider.notifications.webhook import WEBHOOK_CONN, post, slack_payload
 
 
 def _bytes(n: float | None) -> str:
-    from kafka_ops_provider.operators.digest_text import _bytes as fmt
-
-    return "?" if n is None else fmt(n)
+    return "?" if n is None else format_bytes(n, decimal=True)
 
 
 def _duration(s: float | None) -> str:
-    from kafka_ops_provider.operators.digest_text import _duration as fmt
-
-    return fmt(s)
+    return format_duration(s, words=True)
 
 
 def airflow_links(dag_id: str, run_id: str, task_id: str | None = None) -> dict[str, str]:

@@ -67,8 +67,8 @@ def webhook_target(conn: Any) -> tuple[str, dict[str, str]]:
 def post(payload: dict[str, Any], conn_id: str = WEBHOOK_CONN, log: Any = None) -> bool:
     """POST ``payload`` to the connection's webhook; False (logged, URL withheld) on failure or
     when the connection does not exist."""
-    from airflow.sdk.exceptions import AirflowNotFoundException
     from airflow.sdk import BaseHook
+    from airflow.sdk.exceptions import AirflowNotFoundException
 
     try:
         conn = BaseHook.get_connection(conn_id)

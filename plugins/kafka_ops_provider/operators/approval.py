@@ -16,8 +16,8 @@ from datetime import timedelta
 from typing import Any
 
 from airflow.configuration import conf
-from airflow.sdk.exceptions import AirflowSkipException
 from airflow.providers.standard.operators.hitl import ApprovalOperator
+from airflow.sdk.exceptions import AirflowSkipException
 
 
 def approvers() -> list[dict[str, str]]:

@@ -9,21 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka_ops.formatting import format_bytes, format_duration
+
 
 def _bytes(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1000 or unit == "TB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1000
-    return f"{n:.1f} TB"
+    return format_bytes(n, decimal=True)
 
 
 def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "unknown"
-    minutes, s = divmod(int(round(seconds)), 60)
-    hours, m = divmod(minutes, 60)
-    return f"{hours} h {m:02d} min" if hours else f"{m} min {s:02d} s"
+    return format_duration(seconds, words=True)
 
 
 def digest_subject(planned: dict[str, Any], dag_id: str) -> str:

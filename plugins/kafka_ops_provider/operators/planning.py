@@ -11,10 +11,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
-from airflow.providers.standard.operators.python import ShortCircuitOperator
 from airflow.configuration import conf
+from airflow.providers.standard.operators.python import ShortCircuitOperator
 from airflow.sdk import Variable
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from kafka_ops_provider.hooks.prometheus import PrometheusHook
 from kafka_ops_provider.hooks.state import artifacts_dir

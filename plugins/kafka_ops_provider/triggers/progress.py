@@ -4,7 +4,8 @@
 execution recorded in the state store needs its next step (a move in flight finished or was
 cancelled, a broker of the plan died, a cancel was requested) — a read of the partitions in
 flight only, never the whole cluster — and fires then (never sooner than ``MIN_WAIT`` after
-deferring), or after ``max_wait`` seconds so stall and grace-period checks still run. The execute task resumes on a worker, takes that step
+deferring), or after ``max_wait`` seconds so stall and grace-period checks still run. The
+execute task resumes on a worker, takes that step
 (starts the next moves, adjusts throttles) and defers again: a worker slot is taken for seconds
 per step, never for the hours replication takes.
 
@@ -75,7 +76,6 @@ class ExecutionProgressTrigger(BaseTrigger):
         reverted), when nothing is in flight (the next moves can start), or on a cancel
         request. Reads the store and Kafka's list of ongoing reassignments only."""
         from kafka_ops import workflow
-
         from kafka_ops_provider.hooks.state import ExecutionStateHook
 
         store = ExecutionStateHook(self.state_conn_id).store(self.state_key)

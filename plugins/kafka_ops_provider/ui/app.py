@@ -196,7 +196,7 @@ def create_app(*, authenticate: bool = True, artifacts: Path | None = None,
         try:
             broker_id = int(broker) if broker.strip() else None
         except ValueError:
-            raise HTTPException(422, f"broker must be a broker id (an integer), not {broker!r}")
+            raise HTTPException(422, f"broker must be a broker id (an integer), not {broker!r}") from None
         try:
             total, rows = index.query(topic, broker_id, sort, bool(desc), offset, limit)
         except ValueError as e:

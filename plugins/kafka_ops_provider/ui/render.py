@@ -11,6 +11,8 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
+from kafka_ops.formatting import format_bytes, format_duration
+
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1f2937;background:#f8fafc}
 header{background:#017cee;color:#fff;padding:10px 20px}header a{color:#fff;text-decoration:none;font-weight:600}
@@ -27,21 +29,11 @@ svg text{font-size:11px;fill:#374151}
 
 
 def fmt_bytes(n: float | None) -> str:
-    if n is None:
-        return "?"
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1000 or unit == "TB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1000
-    return f"{n:.1f} TB"
+    return "?" if n is None else format_bytes(n, decimal=True)
 
 
 def fmt_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "unknown"
-    minutes, s = divmod(int(round(seconds)), 60)
-    hours, m = divmod(minutes, 60)
-    return f"{hours} h {m:02d} min" if hours else f"{m} min {s:02d} s"
+    return format_duration(seconds, words=True)
 
 
 def page(title: str, body: str, base: str) -> str:

@@ -124,7 +124,7 @@ class DiffIndex:
 
     def __init__(self, rows: list[DiffRow]) -> None:
         keys = [(r.topic, r.partition) for r in rows]
-        in_order = all(a < b for a, b in zip(keys, keys[1:]))  # diff.json is written sorted
+        in_order = all(a < b for a, b in zip(keys, keys[1:], strict=False))  # diff.json is written sorted
         self.rows = rows if in_order else sorted(rows, key=lambda r: (r.topic, r.partition))
         lower: dict[str, str] = {}
         self._topics = [lower.setdefault(r.topic, r.topic.lower()) for r in self.rows]

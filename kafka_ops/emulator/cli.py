@@ -1,11 +1,15 @@
-"""``kafka-ops emulator run``: an emulated ZooKeeper-mode Kafka cluster in the foreground.
+"""``kafka-ops-emulator run`` (or ``python -m kafka_ops.emulator run``): an emulated Kafka
+cluster in the foreground.
+
+The emulator's command is its own program, not a ``kafka-ops`` subcommand: the product's CLI
+never imports the emulator (an import contract in pyproject.toml keeps it so).
 
 It loads a snapshot or a generator preset into the ZooKeeper it is given (or a private one with
 ``--embedded-zookeeper``), prints one line when the cluster is registered, and runs until
 SIGTERM or SIGINT, then deregisters cleanly (its session ends, so every broker's ephemeral
 znode goes, as when a real cluster stops).
 
-``kafka-ops emulator fault --control-socket PATH stop-broker 3`` (or ``fail-log-dir 3 /disk2``,
+``kafka-ops-emulator fault --control-socket PATH stop-broker 3`` (or ``fail-log-dir 3 /disk2``,
 a JBOD disk failure) injects a fault into a running
 emulator started with the same ``--control-socket``: a Unix socket (owner-only) carrying one
 JSON request per connection, so faults never travel through ZooKeeper, which belongs to Kafka.
@@ -20,15 +24,44 @@ import os
 import signal
 import socket
 import socketserver
+import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from kafka_ops.emulator.cluster import EmulatedCluster
 from kafka_ops.emulator.runtime import Emulator
+from kafka_ops.emulator.zookeeper_server import ZooKeeperServer
 from kafka_ops.errors import KafkaOpsError, ValidationError
 from kafka_ops.generator import PRESETS, generate_cluster
+from kafka_ops.secrets import redact
 from kafka_ops.snapshot import load_snapshot
-from kafka_ops.testing.zookeeper import ZooKeeperServer
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kafka-ops-emulator",
+        description="An emulated Kafka cluster (ZooKeeper mode or KRaft) for demos and tests.",
+    )
+    register(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Exit codes as kafka-ops': 2 with one ``error:`` line for bad input or a refused fault."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as e:  # --help (0) or a refused option (2)
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    try:
+        return int(args.func(args) or 0)
+    except KafkaOpsError as e:
+        print(f"error: {redact(str(e))}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -59,7 +92,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="serve each broker's Prometheus /metrics on 127.0.0.1:PORT+index "
                           "(0: free ports); prints the targets")
     run.add_argument("--control-socket", metavar="PATH",
-                     help="Unix socket accepting 'kafka-ops emulator fault' requests")
+                     help="Unix socket accepting 'kafka-ops-emulator fault' requests")
     run.set_defaults(func=_run)
 
     fault = subparsers.add_parser(
@@ -163,7 +196,7 @@ def _control_server(path: str | None, cluster: EmulatedCluster):
         def handle(self) -> None:
             try:
                 apply_fault(cluster, json.loads(self.rfile.readline()))
-                reply = {"ok": True}
+                reply: dict[str, object] = {"ok": True}
             except (ValueError, TypeError, AttributeError, KafkaOpsError) as e:
                 reply = {"error": str(e)}
             self.wfile.write(json.dumps(reply).encode() + b"\n")
@@ -176,7 +209,7 @@ def _control_server(path: str | None, cluster: EmulatedCluster):
 
 
 def _fault(args: argparse.Namespace) -> int:
-    request = {"fault": args.fault, "broker": args.broker}
+    request: dict[str, object] = {"fault": args.fault, "broker": args.broker}
     if args.fault == "slow-broker":
         request["factor"] = args.factor
     if args.fault == "fill-disk":
