@@ -26,6 +26,7 @@ from typing import Any
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse
 
+from kafka_ops_provider.ui import analysis
 from kafka_ops_provider.ui import render as r
 from kafka_ops_provider.ui import runs as data
 
@@ -117,7 +118,7 @@ def create_app(*, authenticate: bool = True, artifacts: Path | None = None,
             body += f"<p class='muted'>No planned runs yet under <code>{escape(str(root()))}</code>.</p>"
         for cluster, items in by_cluster.items():
             body += f"<h2 data-testid='cluster'>Cluster {escape(cluster)}</h2>"
-            body += _analysis_html(root())
+            body += analysis.panel(root(), f"{base}/analysis/charts")
             groups: dict[str, list[list[str]]] = {"Waiting for approval": [], "In progress": [],
                                                   "Planned, not executed": [], "Past runs": []}
             for run in items:
@@ -156,9 +157,10 @@ def create_app(*, authenticate: bool = True, artifacts: Path | None = None,
                 f"<p>Cluster <b>{escape(run.cluster)}</b>. Approve or reject in Airflow: "
                 f"<a data-testid='approve-link' href='{approve}' target='_top'>Required actions "
                 f"of this run</a>.</p><h2>What Approve means</h2>{r.digest_table(planned)}")
+        body += "<h2>Broker load, before and after</h2>" + _before_after_html(run.brokers)
         if run.chart():
-            body += (f"<h2>Broker load, before and after</h2><img data-testid='chart' "
-                     f"src='{url}/chart.png' style='max-width:100%' alt='before/after chart'>")
+            body += (f"<img data-testid='chart' src='{url}/chart.png' style='max-width:100%' "
+                     "alt='before/after chart (the plan task)'>")
         body += "<h2>Predicted timeline</h2>" + _prediction_html(run.prediction, state)
         body += (f"<h2>Execution</h2><div id='progress' data-api='{base}/api/runs/"
                  f"{urllib.parse.quote(dag_id, safe='')}/{urllib.parse.quote(key, safe='')}"
@@ -174,6 +176,14 @@ def create_app(*, authenticate: bool = True, artifacts: Path | None = None,
         path = get_run(dag_id, key).chart()
         if path is None:
             raise HTTPException(404, "this run has no chart")
+        return FileResponse(path, media_type="image/png")
+
+    @app.get("/analysis/charts/{name}")
+    def analysis_chart(name: str) -> FileResponse:
+        found = analysis.latest(root())
+        path = analysis.chart_file(*found, name) if found else None
+        if path is None:
+            raise HTTPException(404, f"the latest analysis has no chart {name!r}")
         return FileResponse(path, media_type="image/png")
 
     @app.get("/runs/{dag_id}/{key}/report", response_class=HTMLResponse)
@@ -196,7 +206,7 @@ def create_app(*, authenticate: bool = True, artifacts: Path | None = None,
         try:
             broker_id = int(broker) if broker.strip() else None
         except ValueError:
-            raise HTTPException(422, f"broker must be a broker id (an integer), not {broker!r}")
+            raise HTTPException(422, f"broker must be a broker id (an integer), not {broker!r}") from None
         try:
             total, rows = index.query(topic, broker_id, sort, bool(desc), offset, limit)
         except ValueError as e:
@@ -219,25 +229,19 @@ def create_app(*, authenticate: bool = True, artifacts: Path | None = None,
     return app
 
 
-def _analysis_html(artifacts: Path) -> str:
-    """The newest balance-analysis summary under the artifacts directory, as a table."""
-    best = None
-    for path in list(artifacts.glob("*/summary.json")) + list(artifacts.glob("*/*/summary.json")) \
-            + list(artifacts.glob("*/*/*/summary.json")):
-        try:
-            summary = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(summary, dict) and summary.get("kind") == "balance-analysis":
-            if best is None or path.stat().st_mtime > best[0]:
-                best = (path.stat().st_mtime, path, summary)
-    if best is None:
-        return "<p class='muted'>No balance analysis yet.</p>"
-    _, path, summary = best
-    rows = [[escape(str(k)), escape(json.dumps(v)[:300])] for k, v in summary.items()
-            if k not in ("kind", "version")]
-    return ("<h3>Latest analysis</h3>" + r.table(["", ""], rows, "class='figs' data-testid='analysis'")
-            + f"<p class='muted'>{escape(str(path.parent))}</p>")
+def _before_after_html(brokers: list[dict[str, Any]] | None) -> str:
+    """Inline SVG per broker, before against after: replicas, preferred leaders, disk."""
+    if not brokers:
+        return "<p class='muted'>No per-broker totals for this plan.</p>"
+    labels = [str(b["broker"]) for b in brokers]
+    out = ""
+    for key, title, unit in (("replicas", "Replicas", ""), ("leaders", "Preferred leaders", ""),
+                             ("disk", "Bytes on disk", "B")):
+        out += f"<h3>{title} per broker</h3>" + r.grouped_bars(labels, [
+            ("before", "#9ca3af", [float(b[key][0]) for b in brokers]),
+            ("after", "#017cee", [float(b[key][1]) for b in brokers]),
+        ], unit=unit, testid=f"before-after-{key}")
+    return out
 
 
 def actual_curve(state: dict[str, Any]) -> list[tuple[float, float]]:

@@ -42,10 +42,9 @@ class PredictTimelineOperator(KafkaOpsOperator):
         self.analysis_task_id = analysis_task_id
 
     def execute(self, context: Any) -> Any:
-        from kafka_ops.predict import predict
         from kafka_ops.plan import ReassignmentPlan
+        from kafka_ops.predict import predict
         from kafka_ops.snapshot import load_snapshot
-
         from kafka_ops_provider.ui.files import write_run_files
 
         pushed = self.planned(context)

@@ -7,6 +7,7 @@ Every gated run leaves, under ``<artifacts>/<dag_id>/<run key>/`` (see hooks/sta
 - ``diff.json``: one row per partition the plan touches ``[topic, partition, before, after,
   size_bytes, leader_before, leader_after]`` (the full diff, from the plan and the snapshot);
 - ``prediction.json``: the predicted timeline (kafka_ops.predict.Prediction);
+- ``brokers.json``: per broker, replicas, preferred leaders and disk bytes before and after;
 - the execution state in the state store (``execution.json`` under ``<state>/<dag>/<run key>``),
   which the executor rewrites on every step: live progress comes from there.
 
@@ -28,6 +29,7 @@ from urllib.parse import urlparse
 PLANNED = "planned.json"
 DIFF = "diff.json"
 PREDICTION = "prediction.json"
+BROKERS = "brokers.json"
 STATE = "execution.json"
 SORT_KEYS = ("topic", "size", "moves")
 
@@ -124,7 +126,7 @@ class DiffIndex:
 
     def __init__(self, rows: list[DiffRow]) -> None:
         keys = [(r.topic, r.partition) for r in rows]
-        in_order = all(a < b for a, b in zip(keys, keys[1:]))  # diff.json is written sorted
+        in_order = all(a < b for a, b in zip(keys, keys[1:], strict=False))  # diff.json is written sorted
         self.rows = rows if in_order else sorted(rows, key=lambda r: (r.topic, r.partition))
         lower: dict[str, str] = {}
         self._topics = [lower.setdefault(r.topic, r.topic.lower()) for r in self.rows]
@@ -199,6 +201,10 @@ class Run:
     @property
     def prediction(self) -> dict[str, Any] | None:
         return _cache.get(self.directory / PREDICTION, lambda p: json.loads(p.read_text()))
+
+    @property
+    def brokers(self) -> list[dict[str, Any]] | None:
+        return _cache.get(self.directory / BROKERS, lambda p: json.loads(p.read_text()))
 
     def diff(self) -> DiffIndex | None:
         return _cache.get(self.directory / DIFF, DiffIndex.from_file)
