@@ -68,33 +68,36 @@ def window_series(directory: Path, resource: str = "network_in") -> dict[str, An
         if cached is not None and cached[0] == stamp:
             return cached[1]
     try:
+        import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
-        rows = pq.read_table(table_dir, columns=["time", "broker", resource]).to_pydict()
+        table = pq.read_table(table_dir, columns=["time", "broker", resource])
+        if table.num_rows == 0:
+            return None
+        table = table.set_column(2, resource, pc.fill_null(table[resource].cast("double"), 0.0))
+        spread = table.group_by("time").aggregate(
+            [(resource, "min"), (resource, "mean"), (resource, "max")]).sort_by("time")
+        means = table.group_by("broker").aggregate([(resource, "mean")])
+        busiest = means["broker"][pc.index(means[f"{resource}_mean"],
+                                           pc.max(means[f"{resource}_mean"])).as_py()].as_py()
+        own = table.filter(pc.equal(table["broker"], busiest)).sort_by("time")
     except Exception:  # no pyarrow, or a table without the column: the panel shows the rest
         return None
-    by_time: dict[Any, list[float]] = {}
-    per_broker: dict[int, list[tuple[Any, float]]] = {}
-    for t, b, v in zip(rows["time"], rows["broker"], rows[resource], strict=True):
-        value = float(v or 0.0)
-        by_time.setdefault(t, []).append(value)
-        per_broker.setdefault(int(b), []).append((t, value))
-    if not by_time:
-        return None
-    times = sorted(by_time)
+    times = spread["time"].to_pylist()
     origin = times[0]
 
     def x(t: Any) -> float:
         delta = t - origin
         return delta.total_seconds() if hasattr(delta, "total_seconds") else float(delta)
 
-    busiest = max(per_broker, key=lambda b: sum(v for _, v in per_broker[b]) / len(per_broker[b]))
+    xs = [x(t) for t in times]
     out = {
-        "resource": resource, "start": str(origin), "brokers": len(per_broker),
-        "min": [(x(t), min(by_time[t])) for t in times],
-        "mean": [(x(t), sum(by_time[t]) / len(by_time[t])) for t in times],
-        "max": [(x(t), max(by_time[t])) for t in times],
-        "busiest": busiest, "busiest_line": sorted((x(t), v) for t, v in per_broker[busiest]),
+        "resource": resource, "start": str(origin), "brokers": means.num_rows,
+        **{stat: list(zip(xs, spread[f"{resource}_{stat}"].to_pylist(), strict=True))
+           for stat in ("min", "mean", "max")},
+        "busiest": int(busiest),
+        "busiest_line": [(x(t), v) for t, v in zip(own["time"].to_pylist(),
+                                                   own[resource].to_pylist(), strict=True)],
     }
     with _lock:
         _series_cache[key] = (stamp, out)
