@@ -20,6 +20,10 @@ from kazoo.client import KazooClient
 
 from kafka_ops.testing.zookeeper import ZooKeeperServer
 
+#: One real Airflow per session for tests/airflow and tests/ui alike (``airflow_stack``,
+#: ``cluster``): defined once here, so no suite starts a second one.
+pytest_plugins = ("airflow_fixtures",)
+
 SLOW_DIRS = ("tests/integration/",)
 #: Unit tests that take more than a few seconds (measured on the 2-core CI machine).
 SLOW_TESTS = {

@@ -8,6 +8,7 @@ has a window to read without waiting for it). ``stop()`` ends everything it star
 
 from __future__ import annotations
 
+import json
 import tempfile
 import time
 import uuid
@@ -16,8 +17,33 @@ from pathlib import Path
 from kafka_ops.emulator.metrics import MetricsFace, scrape_config
 from kafka_ops.emulator.runtime import Emulator
 from kafka_ops.model import ClusterModel
+from kafka_ops.snapshot import model_from_dict
 from kafka_ops.testing.prometheus import PrometheusServer
 from kafka_ops.testing.zookeeper import ZooKeeperServer
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cluster.json"
+#: The example's topics the small cluster keeps: the payments pool's (so a pool migration has
+#: something to move) and a few others, 37 partitions in all; brokers 7-9 carry three times
+#: the replicas of brokers 1-3, as in the example.
+SMALL_TOPICS = ("ledger", "payments.orders", "payments.refunds", "logs.audit",
+                "search.index-updates", "users.profile-changes")
+
+
+def small_example(scale: float = 0.05, topics: tuple[str, ...] = SMALL_TOPICS) -> ClusterModel:
+    """The bundled example cluster (9 brokers, 3 racks, its pools) cut down to ``topics``, with
+    partition sizes and rates times ``scale``: still unbalanced, but its rebalance is ~60 moves
+    of at most 1.6 GB each, which the emulator replicates in seconds at a 200 MB/s throttle.
+    What the Airflow tests and the demo run the DAGs against: the full example's 150 moves
+    made a run take many deferral rounds, minutes on a loaded 2-core machine."""
+    data = json.loads(EXAMPLE.read_text())
+    data["topics"] = [t for t in data["topics"] if t["name"] in topics]
+    for topic in data["topics"]:
+        for p in topic["partitions"]:
+            p["size_bytes"] = int(p["size_bytes"] * scale)
+            for rate in ("bytes_in_per_sec", "bytes_out_per_sec"):
+                if rate in p:
+                    p[rate] = p[rate] * scale
+    return model_from_dict(data)
 
 
 class EmbeddedCluster:
@@ -57,7 +83,10 @@ class EmbeddedCluster:
         try:
             if self.zookeeper is None:
                 self.zookeeper = ZooKeeperServer().start()
-            self.emulator = Emulator(self.model, zookeeper=self.connect, speed=self.speed).start()
+            # The wire face too: the brokers registered in ZooKeeper answer the Admin API
+            # (log-dir sizes, which ZooKeeper does not hold), as real brokers do.
+            self.emulator = Emulator(self.model, zookeeper=self.connect, speed=self.speed,
+                                     wire=True).start()
             self.metrics = MetricsFace(self.emulator.cluster).start()
             self.prometheus = PrometheusServer(
                 [scrape_config(self.metrics.targets, interval=self.scrape_interval)],

@@ -96,10 +96,12 @@ def approval_digest(
     throttle: float | None = None,
     summary: Mapping[str, Any] | None = None,
     near_capacity: float = NEAR_CAPACITY,
+    concurrency: int | None = None,
 ) -> ApprovalDigest:
     """The digest of ``plan`` against the cluster it was made for. ``summary`` is the planner's
     summary dict (``PlanProposal.summary``) when the plan came from the planner: its goals
-    before/after go into the digest."""
+    before/after go into the digest. ``concurrency``: moves in and out per broker at a time,
+    which share a broker's throttle (the catch-up risk)."""
     diff = diff_plan(plan, cluster)
     bytes_in: dict[int, int] = {}
     bytes_out: dict[int, int] = {}
@@ -124,7 +126,8 @@ def approval_digest(
         throttle_bytes_per_sec=throttle,
         estimated_seconds=round(estimated, 1) if estimated is not None else None,
         goals=goals,
-        risks=_risks(plan, cluster, diff, near_capacity),
+        risks=_risks(plan, cluster, diff, near_capacity)
+        + _catch_up_risks(cluster, diff, throttle, concurrency),
         brokers=[
             {"broker": b.broker, "replicas_in": b.replicas_in, "replicas_out": b.replicas_out,
              "leaders_gained": b.leaders_gained, "leaders_lost": b.leaders_lost,
@@ -168,6 +171,34 @@ def _risks(plan: ReassignmentPlan, cluster: ClusterModel, diff: Any, near_capaci
             risks.append(f"broker {broker.id} would be {used / capacity:.0%} full "
                          f"(more than {near_capacity:.0%})")
     return risks
+
+
+def _catch_up_risks(cluster: ClusterModel, diff: Any, throttle: float | None,
+                    concurrency: int | None) -> list[str]:
+    """Moves whose partition takes in data faster than its new replica may copy: a follower
+    fetching at most ``throttle`` bytes/s (shared by the moves on a broker) never catches up
+    with a leader growing faster, so the move never finishes (as in Kafka)."""
+    if not throttle:
+        return []
+    moving = [cluster.partitions[c.tp] for c in diff.partitions if c.added]
+    hot = sorted((p for p in moving if p.bytes_in_per_sec >= throttle),
+                 key=lambda p: -p.bytes_in_per_sec)
+    if hot:
+        return [f"{len(hot)} moved partitions take in data at least as fast as the throttle "
+                f"({format_bytes(throttle)}/s), e.g. {hot[0].tp} at "
+                f"{format_bytes(hot[0].bytes_in_per_sec)}/s: their new replicas can never catch "
+                "up and those moves never finish; raise the throttle"]
+    if concurrency and concurrency > 1:
+        share = throttle / concurrency
+        slow = sorted((p for p in moving if p.bytes_in_per_sec >= share),
+                      key=lambda p: -p.bytes_in_per_sec)
+        if slow:
+            return [f"{len(slow)} moved partitions take in data faster than a move's share of "
+                    f"the throttle ({format_bytes(throttle)}/s over {concurrency} moves per "
+                    f"broker = {format_bytes(share)}/s), e.g. {slow[0].tp} at "
+                    f"{format_bytes(slow[0].bytes_in_per_sec)}/s: while that many moves share a "
+                    "broker they cannot catch up; raise the throttle or lower the concurrency"]
+    return []
 
 
 def _ids(ids: list[int]) -> str:

@@ -250,9 +250,16 @@ class StepCheck(Record):
 
 
 def step_due(backend: ClusterBackend, store: str | Path | StateStore) -> StepCheck:
-    """A step is due when a move in flight stopped reassigning (finished or reverted), when
-    nothing is in flight (the next moves can start), or on a cancel request. Reads the store
-    and Kafka's reassignments of the moves in flight only: O(moves in flight)."""
+    """Whether the next step can do anything: O(moves in flight) reads of the store and the
+    cluster, for a trigger polling between steps.
+
+    Due on a cancel request; when a broker alive at the start of the run is gone (the step
+    pauses the run); when nothing is in flight (the next moves can start); when a move in
+    flight stopped reassigning (it finished or was reverted) and the backend can start the
+    next move beside the others. ZooKeeper mode starts a batch only once the previous one is
+    gone, so there a step is due only when every move in flight ended: a wake-up sooner
+    would start nothing.
+    """
     store = open_store(store)
     state = _load(store)
     if state.finished or state.runtime.report is not None:
@@ -260,12 +267,18 @@ def step_due(backend: ClusterBackend, store: str | Path | StateStore) -> StepChe
     in_flight = [t.tp for t in state.tasks if t.state in (TaskState.IN_PROGRESS, TaskState.ABORTING)]
     ongoing = backend.list_reassignments(in_flight) if in_flight else {}
     ended = sorted(str(tp) for tp in in_flight if tp not in ongoing)
+    dead: list[int] = []
+    if state.status == "running" and state.runtime.alive_at_start:
+        alive = set(backend.describe_partitions([]).alive_broker_ids)  # brokers, no partition
+        dead = sorted(state.runtime.alive_at_start - alive)
     if store.cancel_requested():
         reason = "cancel requested"
-    elif ended:
-        reason = f"{len(ended)} moves ended (e.g. {ended[0]})"
+    elif dead:
+        reason = f"broker(s) {', '.join(map(str, dead))} went offline"
     elif not in_flight:
         reason = "nothing in flight"
+    elif ended and (backend.supports_incremental_reassignment or len(ended) == len(in_flight)):
+        reason = f"{len(ended)} moves ended (e.g. {ended[0]}) of {len(in_flight)} in flight"
     else:
         reason = ""
     return StepCheck(bool(reason), reason, len(in_flight), ended)

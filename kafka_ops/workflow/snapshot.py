@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -9,9 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from kafka_ops.backends.base import ClusterBackend
+from kafka_ops.backends.log_dirs import with_log_dirs
+from kafka_ops.errors import KafkaOpsError
 from kafka_ops.model import ClusterModel
 from kafka_ops.snapshot import load_snapshot, model_from_dict, model_to_dict
 from kafka_ops.workflow.records import Record
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -35,8 +40,22 @@ class ClusterSnapshot(Record):
 
 
 def read_cluster(backend: ClusterBackend, clock: Callable[[], float] = time.time) -> ClusterSnapshot:
-    """Brokers, partitions (with sizes where the backend reads them) and topic configs, now."""
-    return ClusterSnapshot.of(backend.describe_cluster(), clock(), repr(backend))
+    """Brokers, partitions with their sizes, and topic configs, now.
+
+    ZooKeeper holds no sizes: in ZooKeeper mode they come from the brokers' log directories
+    over the Admin API (DescribeLogDirs, as Kafka's tools read them), so plans and approval
+    digests show the bytes a move copies even without a metrics analysis. When the brokers
+    cannot be asked, the sizes stay unknown (0) and the snapshot's source says so."""
+    model = backend.describe_cluster()
+    source = repr(backend)
+    if model.partitions and not any(p.size_bytes for p in model) \
+            and hasattr(backend, "describe_log_dirs"):
+        try:
+            model = with_log_dirs(model, backend.describe_log_dirs())
+        except KafkaOpsError as e:
+            log.warning("partition sizes unknown: the brokers' log dirs could not be read: %s", e)
+            source += f" (sizes unknown: {e})"
+    return ClusterSnapshot.of(model, clock(), source)
 
 
 def read_snapshot_file(path: str | Path) -> ClusterSnapshot:

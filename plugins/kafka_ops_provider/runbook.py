@@ -33,8 +33,8 @@ from kafka_ops_provider.operators.execution import (
 
 def gate_params() -> dict[str, Param]:
     """Params every gated DAG accepts (its trigger form), with their defaults; scheduled runs
-    take the defaults, so throttle and concurrency defaults come from ``[kafka_ops] throttle``
-    and ``[kafka_ops] concurrency`` when set."""
+    take the defaults, so throttle, concurrency and poll interval defaults come from
+    ``[kafka_ops] throttle``, ``concurrency`` and ``poll_interval`` when set."""
     return {
         "kafka_conn_id": Param("kafka_default", type="string",
                                description="Airflow connection of type kafka (Admin API)"),
@@ -52,7 +52,8 @@ def gate_params() -> dict[str, Param]:
                          description="plan and digest only: nothing is asked, nothing moves"),
         "approval_timeout_minutes": Param(60, type="number", exclusiveMinimum=0,
                                           description="no answer in time: rejected"),
-        "poll_interval": Param(2.0, type="number", exclusiveMinimum=0,
+        "poll_interval": Param(conf.getfloat("kafka_ops", "poll_interval", fallback=2.0),
+                               type="number", exclusiveMinimum=0,
                                description="seconds between progress polls (triggerer)"),
     }
 

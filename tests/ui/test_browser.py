@@ -34,21 +34,8 @@ from test_notifications import SECRET, Receiver  # noqa: E402
 
 from kafka_ops.testing.airflow import wait_for  # noqa: E402
 
-
-def _airflow_fixtures():
-    """The Airflow suite's fixtures (one real Airflow per session, a cluster per test), loaded
-    by path: both suites have a module named conftest."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("airflow_suite_conftest",
-                                                  REPO / "tests" / "airflow" / "conftest.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module.airflow_stack, module.cluster
-
-
-airflow_stack, cluster = _airflow_fixtures()
+# airflow_stack and cluster: the session's one Airflow (tests/airflow_fixtures.py, loaded by
+# tests/conftest.py for every suite).
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"

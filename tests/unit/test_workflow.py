@@ -7,6 +7,7 @@ checked on the emulated cluster itself, never through the code under test.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -15,11 +16,12 @@ import pytest
 from kafka_ops import workflow as wf
 from kafka_ops.emulator.clock import ManualClock
 from kafka_ops.errors import ValidationError
+from kafka_ops.model import ClusterModel
 from kafka_ops.model import TopicPartition as TP
 from kafka_ops.plan import ReassignmentPlan
 from kafka_ops.testing.clusters import four_broker_cluster
 from kafka_ops.testing.inprocess import InProcessBackend
-from kafka_ops.throttle import BROKER_KEYS, TOPIC_KEYS
+from kafka_ops.throttle import BROKER_KEYS, LEADER_RATE, TOPIC_KEYS
 
 
 def xcom(record):
@@ -276,7 +278,94 @@ def test_step_due_reads_only_the_moves_in_flight(backend, clock, tmp_path) -> No
         check = wf.step_due(backend, tmp_path)
         if check.step_due:
             break
-    assert check.ended == ["orders-0"] and "1 moves ended" in check.reason
+    assert check.ended == ["orders-0"] and "1 moves ended (e.g. orders-0)" in check.reason
     assert backend.partitions_read == read
     wf.request_cancel(tmp_path)
     assert wf.step_due(backend, tmp_path).reason == "cancel requested"
+
+
+def test_step_due_in_zookeeper_mode_waits_for_the_whole_batch(clock, tmp_path) -> None:
+    """ZooKeeper mode starts the next batch only once the previous one is gone: a wake-up when
+    one of two moves ended would start nothing, so the step is due only when both ended."""
+    backend = InProcessBackend.for_model(four_broker_cluster(), incremental=False, clock=clock)
+    sizes = {tp: p.size_bytes for tp, p in backend.cluster.to_model().partitions.items()}
+    small, large = sorted([TP("orders", 0), TP("orders", 1)], key=sizes.__getitem__)
+    plan = ReassignmentPlan.from_assignment({TP("orders", 0): (3, 4), TP("orders", 1): (1, 4)})
+    wf.start_execution(backend, plan, tmp_path, {"throttle": 200, "poll_interval": 1},
+                       clock=clock.now)
+    wf.step_execution(backend, tmp_path, clock=clock.now)
+    assert wf.step_due(backend, tmp_path).in_flight == 2
+    seen = []
+    for _ in range(200):
+        clock.advance(1)
+        check = wf.step_due(backend, tmp_path)
+        seen.append((len(check.ended), check.step_due))
+        if check.step_due:
+            break
+    assert check.ended == sorted([str(small), str(large)]) and "2 moves ended" in check.reason
+    assert (1, False) in seen, "one move ended first, and that was no reason to step"
+
+
+def test_step_due_when_a_broker_of_the_run_goes_offline(backend, clock, tmp_path) -> None:
+    plan = ReassignmentPlan.from_assignment({TP("orders", 0): (3, 4)})
+    wf.start_execution(backend, plan, tmp_path, {"throttle": 1, "poll_interval": 1},
+                       clock=clock.now)
+    wf.step_execution(backend, tmp_path, clock=clock.now)
+    assert not wf.step_due(backend, tmp_path).step_due  # at 1 B/s nothing ends soon
+    backend.cluster.stop_broker(4)
+    check = wf.step_due(backend, tmp_path)
+    assert check.step_due and check.reason == "broker(s) 4 went offline"
+
+
+class AdminApiLike(InProcessBackend):
+    """The in-process backend refusing a down broker's configs the way the Admin API backend
+    does (Kafka serves a broker's configs through that broker only)."""
+
+    def alter_configs(self, resource, set_configs=None, delete_configs=()):
+        from kafka_ops.errors import BrokerNotAvailableError
+
+        if resource.type == "broker" and not self.cluster.brokers[int(resource.name)].alive:
+            raise BrokerNotAvailableError(f"broker {resource.name} is not alive")
+        return super().alter_configs(resource, set_configs, delete_configs)
+
+
+@pytest.mark.parametrize("reachable", [True, False], ids=["zookeeper-like", "admin-api-like"])
+def test_clearing_throttles_covers_down_brokers_or_names_them(clock, reachable) -> None:
+    """A broker of the plan that is down when throttles are cleared would come back throttled
+    for good: its configs are cleared where the backend reaches them, else it is named."""
+    kind = InProcessBackend if reachable else AdminApiLike
+    backend = kind(InProcessBackend.for_model(four_broker_cluster(), clock=clock).cluster)
+    plan = ReassignmentPlan.from_assignment({TP("orders", 0): (3, 4)})
+    base = ReassignmentPlan.from_assignment(
+        {TP("orders", 0): backend.cluster.to_model().partitions[TP("orders", 0)].replicas})
+    for b in (1, 2, 3, 4):
+        backend.cluster.set_broker_config(b, {LEADER_RATE: "1000"})
+    gone = base.replicas[TP("orders", 0)][0]  # a broker the plan moves data from
+    backend.cluster.stop_broker(gone)
+    result = xcom(wf.verify_and_clear_throttles(backend, plan, base=base))
+    assert result.throttles_cleared
+    left = [b for b, _k in throttles_left(backend)]
+    if reachable:
+        assert left == [] and result.throttles_left_on == []
+    else:
+        assert left == [gone] and result.throttles_left_on == [gone]
+        backend.cluster.start_broker(gone)
+        again = wf.verify_and_clear_throttles(backend, plan, base=base)
+        assert again.throttles_left_on == [] and throttles_left(backend) == []
+
+
+def test_digest_warns_when_the_throttle_is_below_the_ingest(backend) -> None:
+    """A follower copying slower than its leader takes in data never catches up (as in Kafka)."""
+    model = wf.read_cluster(backend).model()
+    tp = TP("orders", 0)
+    parts = [dataclasses.replace(p, bytes_in_per_sec=5000.0) if p.tp == tp else p for p in model]
+    hot = ClusterModel(model.brokers.values(), parts, model.topic_configs)
+    target = tuple(b for b in (1, 2, 3, 4) if b not in hot.partitions[tp].replicas)[:1] \
+        + hot.partitions[tp].replicas[1:]
+    plan = ReassignmentPlan.from_assignment({tp: target})
+    never = wf.approval_digest(plan, hot, throttle=4000).risks
+    assert any("never catch up" in r and "orders-0" in r for r in never), never
+    shared = wf.approval_digest(plan, hot, throttle=8000, concurrency=2).risks
+    assert any("share of the throttle" in r and "orders-0" in r for r in shared), shared
+    fine = wf.approval_digest(plan, hot, throttle=20000, concurrency=2).risks
+    assert not any("catch up" in r for r in fine), fine

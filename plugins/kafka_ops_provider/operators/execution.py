@@ -9,8 +9,11 @@ the live cluster, else execution refuses (no retry) and nothing moves.
 
 from __future__ import annotations
 
+import os
+import socket
 from typing import Any
 
+from airflow.configuration import conf
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from kafka_ops_provider.operators.base import KafkaOpsOperator
@@ -83,6 +86,9 @@ class ExecuteReassignmentOperator(KafkaOpsOperator):
                     zookeeper_conn_id=params.get("zookeeper_conn_id"),
                     state_conn_id=self.state_conn_id, state_key=self.state_key(context),
                     poll_interval=poll, max_wait=max(30 * poll, 60.0),
+                    min_wait=conf.getfloat("kafka_ops", "trigger_min_wait", fallback=5.0),
+                    # The trigger waits for this process to end before it may fire.
+                    task_pid=os.getpid(), hostname=socket.gethostname(),
                 ),
                 method_name="resume",
             )
@@ -131,12 +137,18 @@ class ClearThrottlesOperator(KafkaOpsOperator):
     def execute(self, context: Any) -> Any:
         from kafka_ops import workflow
 
+        planned = self.planned(context)
         with self.cluster_hook(context).backend() as backend:
-            result = workflow.verify_and_clear_throttles(backend, self.planned(context)["plan"])
+            result = workflow.verify_and_clear_throttles(backend, planned["plan"],
+                                                         base=planned["rollback"])
         if not result.throttles_cleared:
             raise AirflowFailException("another reassignment is running in the cluster: "
                                        "throttles stay until it ends (retry clears them)")
-        self.log.info("throttles removed from the plan's topics and every live broker")
+        if result.throttles_left_on:
+            self.log.warning("throttles stay on down broker(s) %s: clear this task once they "
+                             "are back", result.throttles_left_on)
+        else:
+            self.log.info("throttles removed from the plan's topics and brokers")
         return result.to_dict()
 
 
@@ -163,28 +175,16 @@ class MakeSafeOperator(KafkaOpsOperator):
             done["cancel"] = result.to_dict()
             self.log.warning("cancelled the execution: %s", result.status)
         with hook.backend() as backend:
-            cleared = workflow.verify_and_clear_throttles(backend, self.planned(context)["plan"])
-            done["brokers_unthrottled"] = self._unthrottle_all(backend, self.planned(context))
+            cleared = workflow.verify_and_clear_throttles(
+                backend, self.planned(context)["plan"], base=self.planned(context)["rollback"])
         done["throttles_cleared"] = cleared.throttles_cleared
+        done["throttles_left_on"] = cleared.throttles_left_on
         done["complete"] = cleared.complete
         self.log.warning("made safe: %s", done)
         if not cleared.throttles_cleared:
             raise AirflowFailException("a reassignment is still running: throttles stay; "
                                        "clear this task once it ends")
         return done
-
-
-    def _unthrottle_all(self, backend: Any, planned: dict[str, Any]) -> list[int]:
-        """Every broker the plan touches, dead ones included: the workflow's clear covers live
-        brokers only, and a dead broker that comes back would replicate throttled for good.
-        Through ZooKeeper this works while it is down; through the Admin API it fails until
-        it is back (make_safe then fails, saying so)."""
-        from kafka_ops.throttle import clear_throttles
-
-        brokers = sorted({b for doc in (planned["plan"], planned["rollback"])
-                          for p in doc.get("partitions", []) for b in p["replicas"]})
-        clear_throttles(backend, [], brokers)
-        return brokers
 
 
 class ReassignmentReportOperator(KafkaOpsOperator):

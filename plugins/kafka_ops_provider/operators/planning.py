@@ -252,7 +252,8 @@ class PlanReassignmentOperator(KafkaOpsOperator):
             raise AirflowFailException(f"cannot plan: {e}") from None
         plan, base = proposal.reassignment(), proposal.base()
         digest = workflow.approval_digest(plan, model, throttle=throttle,
-                                          summary=proposal.summary)
+                                          summary=proposal.summary,
+                                          concurrency=int(params["concurrency"]))
         plan_path = out / "plan.json"
         rollback = workflow.write_plan_pair(plan, base, plan_path)
         save_snapshot(model, out / "cluster-before.json")

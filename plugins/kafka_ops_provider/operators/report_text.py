@@ -62,8 +62,15 @@ def write_report(out: Path, planned: dict[str, Any], after: Any, store: Any,
     safe = states.get("make_safe")
     cleared = (states.get("clear_throttles") or {}).get("throttles_cleared") or (
         safe or {}).get("throttles_cleared")
+    left = sorted({b for r in (states.get("clear_throttles"), safe) if r
+                   for b in r.get("throttles_left_on") or ()})
     if state is None:
         lines.append("throttles: none set (the execution never started)")
+    elif left:
+        lines.append(f"throttles: removed except on broker(s) {', '.join(map(str, left))}, "
+                     "down while they were cleared (the Admin API reaches a broker's configs "
+                     "through that broker only): once they are back, clear this run's "
+                     "'clear_throttles' task (or run 'kafka-ops verify' with the plan)")
     else:
         lines.append(f"throttles: {'removed' if cleared else 'NOT confirmed removed: check'}")
     if safe:

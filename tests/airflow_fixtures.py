@@ -1,12 +1,13 @@
-"""One real Airflow per test session, and a fresh emulated cluster per test.
+"""One real Airflow per test session, and a fresh emulated cluster per test: a pytest plugin
+(tests/conftest.py loads it), so tests/airflow and tests/ui share the same session Airflow.
 
 ``airflow_stack``: Airflow 3.3.2 (api-server, scheduler, dag-processor, triggerer, SQLite) on
 loopback with the project's dags/ and plugins/, its artifacts in a temporary directory and the
-DAGs parsed and unpaused. ``cluster``: the example cluster (9 brokers, unbalanced:
-brokers 1-3 carry a third of the others' replicas) emulated on its own ZooKeeper chroot with
-per-broker /metrics and its own Prometheus, reached by the DAGs through connections of its own
-(``cluster.conf``), so tests never share cluster state.
-Every test drives Airflow the way on-call does: over the REST API.
+DAGs parsed and unpaused, tuned for tests (``TEST_TUNING``). ``cluster``: the small example
+cluster (9 brokers on 3 racks, 37 partitions, unbalanced: brokers 7-9 carry three times the
+replicas of brokers 1-3) emulated on its own ZooKeeper chroot with per-broker /metrics and its
+own Prometheus, reached by the DAGs through connections of its own (``cluster.conf``), so tests
+never share cluster state. Every test drives Airflow the way on-call does: over the REST API.
 """
 
 from __future__ import annotations
@@ -15,26 +16,27 @@ import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from kafka_ops.model import ClusterModel
-from kafka_ops.snapshot import load_snapshot
-from kafka_ops.testing.airflow import AirflowStack
-from kafka_ops.testing.embedded import EmbeddedCluster
-from kafka_ops.testing.zookeeper import ZooKeeperServer
+if TYPE_CHECKING:  # imported in the fixtures: every test session loads this plugin
+    from kafka_ops.model import ClusterModel
+    from kafka_ops.testing.airflow import AirflowStack
+    from kafka_ops.testing.embedded import EmbeddedCluster
+    from kafka_ops.testing.zookeeper import ZooKeeperServer
 
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "kafka_ops" / "examples" / "cluster.json"
 DAG_IDS = ("kafka_rebalance", "kafka_pool_migration", "kafka_broker_operation")
 
 
 @pytest.fixture(scope="session")
 def airflow_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AirflowStack]:
+    from kafka_ops.testing.airflow import TEST_TUNING, AirflowStack
+
     home = tmp_path_factory.mktemp("airflow")
     artifacts = tmp_path_factory.mktemp("artifacts")
     stack = AirflowStack(home=home, env={
+        **TEST_TUNING,
         "AIRFLOW_VAR_KAFKA_OPS_ARTIFACTS": str(artifacts),
         # Tests trigger every run themselves, each against its own cluster.
         "AIRFLOW__KAFKA_OPS__REBALANCE_SCHEDULE": "none",
@@ -80,8 +82,10 @@ class ClusterUnderTest:
 @pytest.fixture
 def cluster(airflow_stack: AirflowStack, zookeeper_server: ZooKeeperServer
             ) -> Iterator[ClusterUnderTest]:
+    from kafka_ops.testing.embedded import EmbeddedCluster, small_example
+
     tag = uuid.uuid4().hex[:10]
-    with EmbeddedCluster(load_snapshot(EXAMPLE), zookeeper=zookeeper_server) as embedded:
+    with EmbeddedCluster(small_example(), zookeeper=zookeeper_server) as embedded:
         assert embedded.prometheus is not None
         zk, prom = f"zk_{tag}", f"prom_{tag}"
         airflow_stack.set_connection(zk, "generic", host=embedded.zookeeper_host,
