@@ -158,6 +158,11 @@ def test_on_call_approves_in_the_browser_and_watches_it_finish(airflow_stack, cl
     total = int(find(driver, "[data-testid='diff-count']").get_attribute("data-total"))
     assert total == digest["partitions"]
     shot(driver, "04-waiting-approval")
+    # The charts on-call reads before approving: per-broker before/after, the predicted timeline.
+    driver.execute_script(
+        "document.querySelector(\"[data-testid='before-after-replicas']\").scrollIntoView()")
+    find(driver, "svg[data-testid='timeline'] polyline")
+    shot(driver, "04b-before-after-and-timeline")
     # Filter the diff by the broker being removed: every planned partition has a replica there.
     find(driver, "[data-testid='diff-broker']").send_keys("9")
     find(driver, "[data-testid='diff-apply']").click()

@@ -234,3 +234,19 @@ def test_analysis_panel_draws_imbalance_broker_loads_and_the_window(artifacts):
     assert served.status_code == 200 and served.content == png
     assert c.get(f"{URL_PREFIX}/analysis/charts/summary.json").status_code == 404
     assert c.get(f"{URL_PREFIX}/analysis/charts/..%2Fsummary.json").status_code == 404
+
+
+def test_an_execution_recorded_without_sizes_shows_the_snapshots_bytes(artifacts):
+    import json
+
+    root, model, plan, _ = artifacts
+    assert run_execution(root, model, plan).status == "completed"
+    path = root / "state" / DAG / KEY / "execution.json"
+    state = json.loads(path.read_text())
+    for task in state["tasks"]:  # what an execution through ZooKeeper alone records
+        task["size_bytes"] = 0
+    path.write_text(json.dumps(state))
+    p = client(root).get(f"{URL_PREFIX}/api/runs/{DAG}/{KEY}/progress").json()["progress"]
+    want = sum(model.partitions[tp].size_bytes * len(set(t) - set(model.partitions[tp].replicas))
+               for tp, t in plan.replicas.items())
+    assert want > 0 and p["bytes_total"] == p["bytes_done"] == want

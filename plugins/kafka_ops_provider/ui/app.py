@@ -161,10 +161,10 @@ def create_app(*, authenticate: bool = True, artifacts: Path | None = None,
         if run.chart():
             body += (f"<img data-testid='chart' src='{url}/chart.png' style='max-width:100%' "
                      "alt='before/after chart (the plan task)'>")
-        body += "<h2>Predicted timeline</h2>" + _prediction_html(run.prediction, state)
+        body += "<h2>Predicted timeline</h2>" + _prediction_html(run.prediction, state, run)
         body += (f"<h2>Execution</h2><div id='progress' data-api='{base}/api/runs/"
                  f"{urllib.parse.quote(dag_id, safe='')}/{urllib.parse.quote(key, safe='')}"
-                 f"/progress'>{r.progress_html(data.progress(state) if state else None, url + '/report')}"
+                 f"/progress'>{r.progress_html(run.progress(state) if state else None, url + '/report')}"
                  f"</div>{r.PROGRESS_SCRIPT}")
         body += ("<h2>Full diff</h2>" + r.diff_section(
             f"{base}/api/runs/{urllib.parse.quote(dag_id, safe='')}/"
@@ -222,7 +222,7 @@ def create_app(*, authenticate: bool = True, artifacts: Path | None = None,
     def api_progress(dag_id: str, key: str) -> dict[str, Any]:
         run = get_run(dag_id, key)
         state = run.state()
-        p = data.progress(state) if state else None
+        p = run.progress(state) if state else None
         html = r.progress_html(p, r.run_url(base, dag_id, key) + "/report")
         return {"status": (p or {}).get("status") or "planned", "progress": p, "html": html}
 
@@ -244,11 +244,12 @@ def _before_after_html(brokers: list[dict[str, Any]] | None) -> str:
     return out
 
 
-def actual_curve(state: dict[str, Any]) -> list[tuple[float, float]]:
+def actual_curve(state: dict[str, Any], sizes: dict[tuple[str, int], int] | None = None
+                 ) -> list[tuple[float, float]]:
     """Bytes done over time in the real execution, from its tasks' finish times."""
     runtime = state.get("runtime") or {}
     start = float(runtime.get("run_started") or state.get("started_at") or 0.0)
-    done = sorted((t["finished_at"], int(t.get("size_bytes") or 0)
+    done = sorted((t["finished_at"], data.task_size(t, sizes)
                    * len([b for b in t["target"] if b not in t["source"]]))
                   for t in state.get("tasks") or []
                   if t.get("state") == "completed" and t.get("finished_at") is not None)
@@ -259,7 +260,8 @@ def actual_curve(state: dict[str, Any]) -> list[tuple[float, float]]:
     return points
 
 
-def _prediction_html(pred: dict[str, Any] | None, state: dict[str, Any] | None) -> str:
+def _prediction_html(pred: dict[str, Any] | None, state: dict[str, Any] | None,
+                     run: data.Run | None = None) -> str:
     if not pred:
         return "<p class='muted'>No prediction for this plan.</p>"
     samples = pred.get("samples") or []
@@ -279,7 +281,8 @@ def _prediction_html(pred: dict[str, Any] | None, state: dict[str, Any] | None) 
     out += r.line_chart(series, x_label="seconds", y_label="moves", testid="timeline")
     bytes_series = [("bytes done (predicted)", "#017cee", [(s[0], s[4]) for s in samples])]
     if state:
-        actual = actual_curve(state)
+        index = run.diff() if run is not None else None
+        actual = actual_curve(state, index.sizes if index is not None else None)
         bytes_series.append(("bytes done (actual)", "#16a34a", actual))
         if state.get("status") == "completed" and pred["duration"] > 0:
             elapsed = ((state.get("runtime") or {}).get("report") or {}).get("elapsed")
@@ -301,7 +304,7 @@ def _report_html(run: data.Run, base: str) -> str:
     body = f"<h1>Report: {escape(run.dag_id)} / {escape(run.key)} {r.badge(run.status())}</h1>"
     if state is None:
         return body + "<p>This plan was never executed (rejected, expired, or still waiting).</p>"
-    p = data.progress(state)
+    p = run.progress(state)
     report = p.get("report") or {}
     body += r.table(["", ""], [
         ["Outcome", f"<span data-testid='report-status'>{escape(str(report.get('status', p['status'])))}"
@@ -321,7 +324,7 @@ def _report_html(run: data.Run, base: str) -> str:
     if run.chart():
         body += (f"<h2>Broker load</h2><img src='{r.run_url(base, run.dag_id, run.key)}/chart.png'"
                  " style='max-width:100%'>")
-    body += "<h2>Predicted against actual</h2>" + _prediction_html(run.prediction, state)
+    body += "<h2>Predicted against actual</h2>" + _prediction_html(run.prediction, state, run)
     skipped = state.get("skipped") or []
     body += f"<h2>Skipped ({len(skipped)})</h2>"
     if skipped:
