@@ -197,8 +197,9 @@ def analysis_output(directory, brokers: dict[int, list[float]]):
     means = {b: sum(v) / len(v) for b, v in brokers.items()}
     mean = sum(means.values()) / len(means)
     summary = {
-        "version": 1, "kind": "balance-analysis", "window_start": str(start), "window_end": "x",
-        "sample_times": 3, "partitions": 10, "estimator": "mean",
+        "version": 1, "kind": "balance-analysis", "window_start": str(start),
+        "window_end": str(rows["time"][-1]), "sample_times": len(set(rows["time"])),
+        "partitions": 10, "estimator": "mean",
         "imbalance": {
             "network_in": {"max_over_mean": max(means.values()) / mean, "threshold": 1.1,
                            "balanced": False, "brokers_over": [max(means, key=means.get)]},

@@ -126,7 +126,8 @@ def panel(artifacts: Path, chart_url: str) -> str:
             ("mean", "#017cee", series["mean"]),
             ("min", "#16a34a", series["min"]),
             (f"broker {series['busiest']} (busiest)", "#f59e0b", series["busiest_line"]),
-        ], x_label="seconds into window", y_label=unit, testid="window-chart", width=900)
+        ], x_label="seconds", testid="window-chart", width=900,
+            y_label=f"max {r._value(max(v for _, v in series['max']), unit)}")
     brokers = [b for b in s.get("brokers") or [] if isinstance(b, dict) and "broker" in b]
     if brokers:
         brokers.sort(key=lambda b: int(b["broker"]))

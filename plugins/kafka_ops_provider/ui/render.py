@@ -74,7 +74,7 @@ def line_chart(series: list[tuple[str, str, list[tuple[float, float]]]], *, widt
         return "<p class='muted'>no data</p>"
     xmax = max(x for x, _ in pts) or 1.0
     ymax = max(y for _, y in pts) or 1.0
-    left, bottom, top, right = 50, 30, 10, 10
+    left, bottom, top, right = 50, 30, 26, 10
     w, h = width - left - right, height - top - bottom
 
     def xy(x: float, y: float) -> str:
@@ -84,7 +84,7 @@ def line_chart(series: list[tuple[str, str, list[tuple[float, float]]]], *, widt
         f"<polyline fill='none' stroke='{colour}' stroke-width='2' points='"
         + " ".join(xy(x, y) for x, y in s) + f"'><title>{escape(name)}</title></polyline>"
         for name, colour, s in series)
-    legend = "".join(f"<text x='{left + 10 + 160 * i}' y='{top + 12}' fill='{c}'>"
+    legend = "".join(f"<text x='{left + 10 + 160 * i}' y='14' style='fill:{c}'>"
                      f"&#9632; {escape(n)}</text>" for i, (n, c, _) in enumerate(series))
     axes = (f"<line x1='{left}' y1='{top + h}' x2='{left + w}' y2='{top + h}' stroke='#9ca3af'/>"
             f"<line x1='{left}' y1='{top}' x2='{left}' y2='{top + h}' stroke='#9ca3af'/>"
@@ -282,7 +282,7 @@ def grouped_bars(labels: list[str], series: list[tuple[str, str, list[float]]], 
                          f"<title>{escape(label)} {escape(name)}: {_value(v, unit)}</title></rect>")
         if len(labels) <= 40:
             parts.append(f"<text x='{left + i * slot:.1f}' y='{height - 12}'>{escape(label)}</text>")
-    legend = "".join(f"<text x='{left + 10 + 170 * j}' y='14' fill='{c}'>&#9632; {escape(n)}</text>"
+    legend = "".join(f"<text x='{left + 10 + 170 * j}' y='14' style='fill:{c}'>&#9632; {escape(n)}</text>"
                      for j, (n, c, _) in enumerate(series))
     axis = (f"<line x1='{left}' y1='{top + h}' x2='{left + w}' y2='{top + h}' stroke='#9ca3af'/>"
             f"<text x='2' y='{top + 10}'>{escape(_value(vmax, unit))}</text>")
