@@ -3,7 +3,9 @@
 #   system packages: Java 17, ZooKeeper (Debian's package, used by the emulator and tests), kcat,
 #   Prometheus, Chromium and its driver (the UI's browser test);
 #   a virtualenv in .venv with kafka-ops installed editable.
-# Usage: scripts/setup.sh [core|all]   (core: the library and CLI; all: + Airflow, Spark, test tools)
+# Usage: scripts/setup.sh [core|airflow|all]
+#   core: the library and CLI (scripts/demo_cli.sh); airflow: + Airflow and Spark (scripts/demo.sh);
+#   all: + the test tools (scripts/test.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=${1:-all}
@@ -28,8 +30,9 @@ python=${PYTHON:-python3}
 .venv/bin/python -m pip install -q --upgrade pip
 case "$profile" in
   core) extras="" ;;
+  airflow) extras="[airflow]" ;;
   all) extras="[airflow,test]" ;;
-  *) echo "setup: unknown profile '$profile' (core|all)" >&2; exit 2 ;;
+  *) echo "setup: unknown profile '$profile' (core|airflow|all)" >&2; exit 2 ;;
 esac
 echo "setup: installing kafka-ops${extras} into .venv"
 .venv/bin/python -m pip install -q -e ".${extras}"

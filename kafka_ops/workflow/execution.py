@@ -158,10 +158,10 @@ def start_execution(
     """
     plan = plan if isinstance(plan, ReassignmentPlan) else ReassignmentPlan.from_dict(plan)
     plan.validate()
-    if log_dir_moves(plan):
-        _check_log_dirs(backend, plan)
     if base is not None and not isinstance(base, ReassignmentPlan):
         base = ReassignmentPlan.from_dict(base)
+    if log_dir_moves(plan):
+        _check_log_dirs(backend, plan, base)
     if request is None:
         request = ExecutionRequest()
     elif not isinstance(request, ExecutionRequest):
@@ -178,15 +178,21 @@ def start_execution(
     return _status(executor, store)
 
 
-def _check_log_dirs(backend: ClusterBackend, plan: ReassignmentPlan) -> None:
+def _check_log_dirs(backend: ClusterBackend, plan: ReassignmentPlan,
+                    base: ReassignmentPlan | None = None) -> None:
     """The stateful executor does not record log-dir moves yet, so a plan moving a replica
     between directories of its broker is refused whole (running only its replica part would
     report "completed" with the directory moves never made). Directories named for replicas
-    the plan adds are announced first, as Kafka's tool does, so the broker creates them there."""
+    the plan adds are announced first, as Kafka's tool does, so the broker creates them there.
+    A replica staying on its broker is judged against ``base`` (the replicas the plan was made
+    from) when given: on a resume, replicas the plan added before the pause are on their
+    brokers already, and naming their directory is no directory move."""
     now = backend.describe_partitions(plan.partitions)
     moves = log_dir_moves(plan)
+    before = base.replicas if base is not None else {
+        tp: p.replicas for tp, p in now.partitions.items()}
     staying = sorted(f"{tp} on broker {b}" for tp, b in moves
-                     if tp in now.partitions and b in now.partitions[tp].replicas)
+                     if tp in now.partitions and b in before.get(tp, ()))
     if staying:
         raise ValidationError(
             f"this plan moves {len(staying)} replica(s) between log directories (e.g. "

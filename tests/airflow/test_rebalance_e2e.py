@@ -19,10 +19,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.zookeeper, pytest.mark.timeout(900)]
 DAG = "kafka_rebalance"
 
 
-@pytest.mark.xfail(run=False, reason=(
-    "issue 13, open: on this 2-core machine the run passes the approval (body and on-call "
-    "notice checked; execute deferred with no worker slot) but has not finished executing "
-    "within 600 s; the execution path is covered by the pool-migration test"))
 def test_scheduled_rebalance_balances_the_cluster(airflow_stack, cluster) -> None:
     before = cluster.model()
     spread_before = replica_spread(before)

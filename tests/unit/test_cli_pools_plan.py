@@ -304,7 +304,7 @@ def test_demo_script_writes_plan_and_rollback(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "KAFKA_OPS_ARTIFACTS": str(tmp_path)}
     proc = subprocess.run(
-        ["bash", str(root / "scripts" / "demo.sh"), "--no-setup"],
+        ["bash", str(root / "scripts" / "demo_cli.sh"), "--no-setup"],
         capture_output=True,
         text=True,
         timeout=280,  # a hang guard only: a loaded 2-core machine needs well over a minute

@@ -369,3 +369,24 @@ def test_digest_warns_when_the_throttle_is_below_the_ingest(backend) -> None:
     assert any("share of the throttle" in r and "orders-0" in r for r in shared), shared
     fine = wf.approval_digest(plan, hot, throttle=20000, concurrency=2).risks
     assert not any("catch up" in r for r in fine), fine
+
+
+def test_a_resume_after_moves_finished_is_no_log_dir_move(backend, clock, tmp_path) -> None:
+    """On JBOD clusters a plan names the directory of each replica it adds. Once such a move
+    finished (before a pause), the replica is on its broker: judged against the plan's base it
+    is no directory move, and the resume goes on instead of refusing the plan."""
+    tp = TP("orders", 0)
+    base = ReassignmentPlan.from_assignment({tp: backend.cluster.partitions[tp].replicas})
+    plan = ReassignmentPlan({tp: (3, 4)}, {tp: ("/disk1", "/disk2")})
+    backend.cluster.alter_reassignments({tp: [3, 4]})  # the move finished before the pause
+    for _ in range(100):
+        clock.advance(1)
+        if backend.describe_partitions([tp]).partitions[tp].replicas == (3, 4):
+            break
+    assert backend.describe_partitions([tp]).partitions[tp].replicas == (3, 4)
+    with pytest.raises(ValidationError, match="between log directories"):
+        wf.start_execution(backend, plan, tmp_path / "no-base")  # judged by the live replicas
+    status = wf.start_execution(backend, plan, tmp_path / "with-base", base=base.to_dict(),
+                                clock=clock.now)
+    assert status.status == "running"
+    assert run_steps(backend, tmp_path / "with-base", clock).status == "completed"

@@ -200,8 +200,10 @@ class ReassignmentReportOperator(KafkaOpsOperator):
         if not ti.xcom_pull(task_ids=self.plan_task_id):
             raise AirflowSkipException("no plan was made in this run: nothing to report")
         out = self.artifacts(context)
+        from kafka_ops import workflow
+
         with self.cluster_hook(context).backend() as backend:
-            after = backend.describe_cluster()
+            after = workflow.read_cluster(backend).model()  # with sizes in ZooKeeper mode too
         report = write_report(
             out, self.planned(context), after, self.store(context),
             states={t: ti.xcom_pull(task_ids=t) for t in

@@ -53,13 +53,21 @@ def write_report(out: Path, planned: dict[str, Any], after: Any, store: Any,
             lines.append(f"executor: {final['message']}")
     lines.append("balance (per broker max / mean; 1.00 = even):")
     for kind, figures in balance.items():
-        lines.append(f"  {kind:16s} before {figures['before']['max_over_mean']:.2f}   "
-                     f"now {figures['after']['max_over_mean']:.2f}")
+        # Rates come from the metrics analysis the plan used; the live cluster has none.
+        now = ("n/a" if not figures["after"]["max"] and figures["before"]["max"]
+               else f"{figures['after']['max_over_mean']:.2f}")
+        lines.append(f"  {kind:16s} before {figures['before']['max_over_mean']:.2f}   now {now}")
     leaders = states.get("elect_leaders") or {}
     if leaders:
         lines.append(f"preferred leaders elected: {len(leaders.get('elected', []))}; "
                      f"misplaced: {len(leaders.get('misplaced', {}))}")
     safe = states.get("make_safe")
+    resumed = bool(safe and status == "completed" and safe.get("execution") == "paused")
+    if resumed:
+        # make_safe ran on an earlier pass that paused (a broker died); it was skipped on the
+        # pass that resumed and completed, so its XCom is that earlier pass's.
+        lines.append(f"an earlier pass paused and was made safe ({safe}); resumed, it completed")
+        safe = None
     cleared = (states.get("clear_throttles") or {}).get("throttles_cleared") or (
         safe or {}).get("throttles_cleared")
     left = sorted({b for r in (states.get("clear_throttles"), safe) if r
