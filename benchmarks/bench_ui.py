@@ -2,7 +2,8 @@
 
 The xl preset (200 brokers, 130,000 partitions) and a plan moving one replica of 60,000 of its
 partitions; the view's files are written as the ``predict`` task writes them (diff.json,
-planned.json; the prediction with ``--predict``, which also times the simulation itself), and
+planned.json, brokers.json; the prediction with ``--predict``, which also times the simulation
+itself: wall and CPU seconds, as the machine may be shared), and
 the view is served by uvicorn on 127.0.0.1 and timed over HTTP (authentication off: Airflow's
 token check is not what is measured). Cold = the first request after the files changed (the
 diff is parsed and indexed); warm = the median of the next requests.
@@ -47,6 +48,39 @@ def build_plan(model: ClusterModel, moves: int, seed: int = 0) -> ReassignmentPl
     return ReassignmentPlan.from_assignment(targets)
 
 
+def write_analysis(directory: Path, model: ClusterModel, samples: int = 288) -> None:
+    """A balance-analysis output for the index page's panel, laid out as the Spark job writes
+    it: a day of 5-minute samples per broker (broker_timeseries/) and the summary."""
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = random.Random(1)
+    start = dt.datetime(2026, 11, 21, tzinfo=dt.UTC)
+    base = {b: 1e6 * (1 + rng.random()) for b in model.broker_ids}
+    rows: dict[str, list] = {"time": [], "broker": [], "network_in": []}
+    for i in range(samples):
+        t = start + dt.timedelta(minutes=5 * i)
+        for b in model.broker_ids:
+            rows["time"].append(t)
+            rows["broker"].append(b)
+            rows["network_in"].append(base[b] * (1 + 0.3 * rng.random()))
+    (directory / "broker_timeseries").mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table(rows), directory / "broker_timeseries" / "part-0.parquet")
+    mean = sum(base.values()) / len(base)
+    summary = {"version": 1, "kind": "balance-analysis", "window_start": str(start),
+               "window_end": str(start + dt.timedelta(days=1)), "sample_times": samples,
+               "partitions": len(model.partitions), "estimator": "mean",
+               "imbalance": {"network_in": {"max_over_mean": max(base.values()) / mean,
+                                            "threshold": 1.1, "balanced": False,
+                                            "brokers_over": [max(base, key=base.__getitem__)]}},
+               "brokers": [{"broker": b, "network_in": v, "network_out": v, "disk": 1e12}
+                           for b, v in base.items()],
+               "anomalies": {"dead_brokers": [], "hot_partition_count": 0}}
+    (directory / "summary.json").write_text(json.dumps(summary))
+
+
 def timed_get(url: str) -> tuple[float, bytes]:
     start = time.perf_counter()
     with urllib.request.urlopen(url, timeout=120) as r:
@@ -78,10 +112,14 @@ def main() -> None:
         from kafka_ops.predict import predict
 
         params = {"throttle": 100_000_000, "concurrency": 4, "poll_interval": 10.0}
+        cpu = time.process_time()
         p = predict(model, plan, execution_options(params))
+        cpu = time.process_time() - cpu
         prediction = p.to_dict()
-        print(f"prediction: {p.status}, {p.duration / 3600:.1f} h emulated, "
-              f"simulated in {p.wall_seconds:.1f} s wall")
+        print(f"prediction: {p.status}, {p.duration / 3600:.1f} h emulated "
+              f"({p.duration / params['poll_interval']:.0f} polls of {params['poll_interval']:.0f} s; "
+              f"{p.polls} simulated, the others had nothing to see), "
+              f"simulated in {p.wall_seconds:.1f} s wall, {cpu:.1f} s CPU")
     root = Path(tempfile.mkdtemp(prefix="bench-ui-"))
     moved = sum(model.partitions[tp].size_bytes for tp in plan.replicas)
     planned = {"digest": {"content_hash": "sha256:bench", "replica_moves": len(plan), "partitions": len(plan),
@@ -91,6 +129,7 @@ def main() -> None:
     out = write_run_files(root / DAG / KEY, planned, model, plan, prediction)
     print(f"view files written in {time.perf_counter() - t1:.1f} s "
           f"(diff.json {(out / 'diff.json').stat().st_size / 1e6:.1f} MB)")
+    write_analysis(root / DAG / "analysis", model)
 
     outer = FastAPI()
     outer.mount(URL_PREFIX, create_app(authenticate=False, artifacts=root))
@@ -115,8 +154,8 @@ def main() -> None:
 
     cold = open_run()
     warm = statistics.median(open_run() for _ in range(args.repeat))
-    print(f"{'request':<28}{'cold ms':>10}{'warm ms':>10}{'rows':>8}")
-    print(f"{'run page + first diff page':<28}{cold * 1000:>10.1f}{warm * 1000:>10.1f}{len(plan):>8}")
+    print(f"{'request':<32}{'cold ms':>10}{'warm ms':>10}{'rows':>8}")
+    print(f"{'run page + first diff page':<32}{cold * 1000:>10.1f}{warm * 1000:>10.1f}{len(plan):>8}")
     cases = [
         ("run page (HTML)", page),
         ("diff, first page", f"{api}?limit=100"),
@@ -126,14 +165,14 @@ def main() -> None:
         ("diff, sort by size desc", f"{api}?sort=size&desc=1&limit=100"),
         ("diff, broker + sort size", f"{api}?broker={busiest}&sort=size&desc=1&limit=100"),
         ("diff, last page", f"{api}?offset={len(plan) - 100}&limit=100"),
-        ("index (HTML)", f"{base}/"),
+        ("index (HTML, analysis charts)", f"{base}/"),
     ]
     try:
         for name, url in cases:
             cold, body = timed_get(url)
             warm = statistics.median(timed_get(url)[0] for _ in range(args.repeat))
             rows = json.loads(body)["total"] if "/api/" in url else ""
-            print(f"{name:<28}{cold * 1000:>10.1f}{warm * 1000:>10.1f}{rows!s:>8}")
+            print(f"{name:<32}{cold * 1000:>10.1f}{warm * 1000:>10.1f}{rows!s:>8}")
     finally:
         server.should_exit = True
         thread.join(10)

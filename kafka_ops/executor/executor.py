@@ -42,6 +42,7 @@ from kafka_ops.errors import (
 )
 from kafka_ops.executor import log_dirs as dirs
 from kafka_ops.executor import state as st
+from kafka_ops.executor.index import TaskIndex
 from kafka_ops.executor.leaders import LeaderReport, elect_preferred_leaders
 from kafka_ops.executor.options import ExecutionOptions, options_from_dict
 from kafka_ops.executor.progress import execution_progress, last_progress
@@ -109,6 +110,7 @@ class Executor:
         self.state: st.ExecutionState | None = None
         self._cancel = threading.Event()
         self._dirty = False  # the runtime changed since the last save
+        self._index: TaskIndex | None = None
 
     @classmethod
     def from_store(
@@ -235,7 +237,7 @@ class Executor:
         now = self.clock()
         if self.store is not None:
             self.store.heartbeat()
-        watched = [t.tp for t in state.tasks if t.state in (TaskState.IN_PROGRESS, TaskState.ABORTING)]
+        watched = [t.tp for t in self._tasks(state).in_flight()]
         cluster = self.backend.describe_partitions(watched)
         ongoing = self.backend.list_reassignments(watched)
         changed = self._observe(state, cluster, ongoing, now)
@@ -260,7 +262,7 @@ class Executor:
             )
         else:
             to_submit = self._next_moves(state, ongoing, now)
-        in_flight = [t for t in state.tasks if t.state in (TaskState.IN_PROGRESS, TaskState.ABORTING)]
+        in_flight = self._tasks(state).in_flight()
         wanted = calculate_throttles(
             {t.tp: calculate_move(t.step_source, t.step_target) for t in in_flight},
             self.options.throttle,
@@ -313,9 +315,7 @@ class Executor:
         """Advance moves in flight from what the cluster shows. Returns whether anything changed."""
         rt = state.runtime
         changed = False
-        for task in state.tasks:
-            if task.state not in (TaskState.IN_PROGRESS, TaskState.ABORTING):
-                continue
+        for task in self._tasks(state).in_flight():
             if task.state is TaskState.IN_PROGRESS and task.tp not in state.submitted:
                 continue
             current = cluster.partitions[task.tp].replicas
@@ -370,7 +370,7 @@ class Executor:
         now: float,
     ) -> None:
         rt = state.runtime
-        for task in state.tasks:
+        for task in self._tasks(state).in_flight():
             if task.state is not TaskState.IN_PROGRESS or task.tp not in ongoing:
                 continue
             isr = cluster.partitions[task.tp].isr
@@ -396,20 +396,22 @@ class Executor:
         Only the chosen candidates' partitions are read (for the drift check); a drifted one
         is dropped and the choice made again without it.
         """
-        in_flight = [t for t in state.tasks if t.state is TaskState.IN_PROGRESS]
+        in_flight = [t for t in self._tasks(state).in_flight() if t.state is TaskState.IN_PROGRESS]
         waiting = [t for t in in_flight if t.tp not in state.submitted]
         if not self.backend.supports_incremental_reassignment and (ongoing or len(waiting) < len(in_flight)):
             return []  # ZooKeeper mode: the next batch goes when the previous one is gone
         chosen: list[ExecutionTask] = []
         while True:
-            candidates = select_moves(_pending(state), in_flight + chosen, self.options.limits,
+            candidates = select_moves(self._tasks(state).pending(), in_flight + chosen, self.options.limits,
                                       self.options.throttle is not None)
             if not candidates:
                 break
             current = self.backend.describe_partitions([t.tp for t in candidates])
             kept = self._drop_drifted(state, current, candidates)
+            index = self._tasks(state)
             for task in kept:
                 task.transition(TaskState.IN_PROGRESS, now)
+                index.started(task)
             chosen.extend(kept)
             if len(kept) == len(candidates):
                 break
@@ -457,7 +459,7 @@ class Executor:
         """Cancel the chosen moves in flight; steps never sent are simply not sent."""
         to_cancel = []
         changed = False
-        for task in state.tasks:
+        for task in self._tasks(state).in_flight():
             if task.state is not TaskState.IN_PROGRESS:
                 continue
             if task.tp not in state.submitted:
@@ -611,6 +613,11 @@ class Executor:
                               "could not be removed: run 'kafka-ops verify' once they are back.")
 
     # -- helpers ------------------------------------------------------------------------------
+    def _tasks(self, state: st.ExecutionState) -> TaskIndex:
+        """The moves in flight and pending of ``state`` without walking the whole plan."""
+        self._index = TaskIndex.of(state, self._index)
+        return self._index
+
     def _save(self, state: st.ExecutionState) -> None:
         state.updated_at = self.clock()
         self._dirty = False

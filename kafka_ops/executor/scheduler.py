@@ -9,7 +9,7 @@ called only when nothing is in flight, which turns the same rule into batches.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kafka_ops.errors import ValidationError
@@ -80,7 +80,7 @@ def _fits(load: _Load, task: ExecutionTask, limits: ExecutionLimits, throttled: 
 
 
 def select_moves(
-    pending: Sequence[ExecutionTask],
+    pending: Iterable[ExecutionTask],
     in_flight: Iterable[ExecutionTask],
     limits: ExecutionLimits,
     throttled: bool = False,

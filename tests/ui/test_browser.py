@@ -116,9 +116,6 @@ def login(driver, stack) -> None:
         c["name"] == "_token" for c in driver.get_cookies()), 60, "the login to complete")
 
 
-@pytest.mark.xfail(run=False, reason=(
-    "issue 14, open: passed twice for its author, but it needs a rebalance to finish executing "
-    "in Airflow, which is not yet reliable on this machine (issue 13)"))
 def test_on_call_approves_in_the_browser_and_watches_it_finish(airflow_stack, cluster, browser,
                                                                 webhook):
     stack, driver = airflow_stack, browser
@@ -158,6 +155,12 @@ def test_on_call_approves_in_the_browser_and_watches_it_finish(airflow_stack, cl
     total = int(find(driver, "[data-testid='diff-count']").get_attribute("data-total"))
     assert total == digest["partitions"]
     shot(driver, "04-waiting-approval")
+    # The charts on-call reads before approving: per-broker before/after, the predicted timeline.
+    driver.execute_script(
+        "document.querySelector(\"[data-testid='before-after-replicas']\").scrollIntoView();"
+        "window.scrollBy(0, -90)")
+    find(driver, "svg[data-testid='timeline'] polyline")
+    shot(driver, "04b-before-after-and-timeline")
     # Filter the diff by the broker being removed: every planned partition has a replica there.
     find(driver, "[data-testid='diff-broker']").send_keys("9")
     find(driver, "[data-testid='diff-apply']").click()

@@ -106,3 +106,19 @@ def test_round_trips_through_json_for_the_view():
     assert back.duration == p.duration and back.samples == p.samples
     assert back.peak_in == p.peak_in
     assert math.isclose(back.fraction_done_at(p.duration), 1.0)
+
+
+def test_polls_that_would_see_nothing_are_skipped_without_changing_the_answer():
+    # Both moves leave broker 1, whose 10 MB/s leader throttle they share: the 50 MB move is
+    # done at 10 s (5 MB/s each), then the 100 GB move has the 10 MB/s to itself for its
+    # remaining 99,950 MB: 10 + 9,995 = 10,005 s. About 10,000 polls of 1 s, of which only the
+    # ones after a catch-up see anything: the answer is what polling every second gives.
+    model = cluster([100_000 * MB, 50 * MB])
+    plan = ReassignmentPlan.from_assignment({TP("t", 0): (1, 3), TP("t", 1): (2, 4)})
+    p = predict(model, plan, opts(throttle=10 * MB, poll=1.0))
+    assert p.status == "completed"
+    assert p.duration == pytest.approx(10_005.0, abs=1.0)
+    assert p.polls < 20  # not 10,000
+    # The small move is seen done at its own poll, not at the big one's.
+    assert any(s.completed == 1 and s.t <= 11.0 for s in p.samples)
+    assert p.samples[-1].bytes_done == p.bytes_total == 100_050 * MB

@@ -155,3 +155,99 @@ def test_without_airflow_login_pages_redirect_and_api_refuses(artifacts):
     page = c.get(f"{URL_PREFIX}/runs/{DAG}/{KEY}")
     assert page.status_code == 302 and page.headers["location"].startswith("/auth/login/")
     assert c.get(f"{URL_PREFIX}/api/runs/{DAG}/{KEY}/diff").status_code == 401
+
+
+def test_before_after_per_broker_totals_match_an_independent_count(artifacts):
+    root, model, plan, _ = artifacts
+    page = client(root).get(f"{URL_PREFIX}/runs/{DAG}/{KEY}").text
+    assert "data-testid='before-after-replicas'" in page and "data-testid='before-after-disk'" in page
+    totals = {b["broker"]: b for b in
+              __import__("json").loads((root / DAG / KEY / "brokers.json").read_text())}
+    for broker in model.broker_ids:
+        before = [p for p in model if broker in p.replicas]
+        after = [p for p in model if broker in plan.replicas.get(p.tp, p.replicas)]
+        assert totals[broker]["replicas"] == [len(before), len(after)]
+        assert totals[broker]["disk"] == [sum(p.size_bytes for p in before),
+                                          sum(p.size_bytes for p in after)]
+    # Replicas are moved, not created or lost.
+    assert sum(b["replicas"][0] for b in totals.values()) == sum(b["replicas"][1] for b in totals.values())
+
+
+def analysis_output(directory, brokers: dict[int, list[float]]):
+    """A balance-analysis output as spark_jobs/balance_analysis.py lays it out: summary.json,
+    broker_timeseries/ (Parquet) and a PNG; network-in per broker per sample as given."""
+    import datetime as dt
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    start = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
+    rows = {"time": [], "broker": [], "network_in": []}
+    for b, values in brokers.items():
+        for i, v in enumerate(values):
+            rows["time"].append(start + dt.timedelta(minutes=5 * i))
+            rows["broker"].append(b)
+            rows["network_in"].append(v)
+    (directory / "broker_timeseries").mkdir(parents=True)
+    pq.write_table(pa.table(rows), directory / "broker_timeseries" / "part-0.parquet")
+    (directory / "charts").mkdir()
+    png = b"\x89PNG\r\n\x1a\n" + b"\0" * 32
+    (directory / "charts" / "imbalance.png").write_bytes(png)
+    means = {b: sum(v) / len(v) for b, v in brokers.items()}
+    mean = sum(means.values()) / len(means)
+    summary = {
+        "version": 1, "kind": "balance-analysis", "window_start": str(start),
+        "window_end": str(rows["time"][-1]), "sample_times": len(set(rows["time"])),
+        "partitions": 10, "estimator": "mean",
+        "imbalance": {
+            "network_in": {"max_over_mean": max(means.values()) / mean, "threshold": 1.1,
+                           "balanced": False, "brokers_over": [max(means, key=means.get)]},
+            "replicas": {"max_over_mean": 1.02, "threshold": 1.1, "balanced": True, "brokers_over": []},
+        },
+        "brokers": [{"broker": b, "network_in": m, "network_out": m / 2, "disk": 1000 * b}
+                    for b, m in means.items()],
+        "anomalies": {"dead_brokers": [], "under_replicated_partitions": 0,
+                      "hot_partitions": ["orders-3"], "hot_partition_count": 1},
+        "charts": ["/somewhere/on/the/spark/host/charts/imbalance.png"],
+    }
+    (directory / "summary.json").write_text(json.dumps(summary))
+    return summary, png
+
+
+def test_analysis_panel_draws_imbalance_broker_loads_and_the_window(artifacts):
+    root, *_ = artifacts
+    brokers = {1: [10.0, 30.0, 20.0], 2: [5.0, 5.0, 5.0], 3: [1.0, 2.0, 90.0]}
+    summary, png = analysis_output(root / "kafka_rebalance" / "analysis-1", brokers)
+    c = client(root)
+    page = c.get(f"{URL_PREFIX}/").text
+    ratio = re.search(r"data-resource='network_in' data-ratio='([\d.]+)'", page)
+    assert ratio and float(ratio.group(1)) == pytest.approx(
+        summary["imbalance"]["network_in"]["max_over_mean"], abs=1e-3)
+    assert re.search(r"data-resource='network_in'[^>]*fill='#dc2626'", page)  # out of balance: red
+    assert re.search(r"data-resource='replicas'[^>]*fill='#16a34a'", page)
+    assert "data-testid='broker-load-chart'" in page and "data-testid='window-chart'" in page
+    # The window chart: max over brokers per sample is 10/30/90, and broker 3 is the busiest.
+    window = re.search(r"<svg data-testid='window-chart'.*?</svg>", page, re.S).group(0)
+    assert "broker 3 (busiest)" in window and window.count("<polyline") == 4
+    assert "orders-3" in page  # anomalies as figures, not a JSON dump
+    served = c.get(f"{URL_PREFIX}/analysis/charts/imbalance.png")
+    assert served.status_code == 200 and served.content == png
+    assert c.get(f"{URL_PREFIX}/analysis/charts/summary.json").status_code == 404
+    assert c.get(f"{URL_PREFIX}/analysis/charts/..%2Fsummary.json").status_code == 404
+
+
+def test_an_execution_recorded_without_sizes_shows_the_snapshots_bytes(artifacts):
+    import json
+
+    root, model, plan, _ = artifacts
+    assert run_execution(root, model, plan).status == "completed"
+    path = root / "state" / DAG / KEY / "execution.json"
+    state = json.loads(path.read_text())
+    for task in state["tasks"]:  # what an execution through ZooKeeper alone records
+        task["size_bytes"] = 0
+    path.write_text(json.dumps(state))
+    p = client(root).get(f"{URL_PREFIX}/api/runs/{DAG}/{KEY}/progress").json()["progress"]
+    want = sum(model.partitions[tp].size_bytes * len(set(t) - set(model.partitions[tp].replicas))
+               for tp, t in plan.replicas.items())
+    assert want > 0 and p["bytes_total"] == p["bytes_done"] == want

@@ -26,6 +26,7 @@ from typing import Any
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse
 
+from kafka_ops_provider.ui import analysis
 from kafka_ops_provider.ui import render as r
 from kafka_ops_provider.ui import runs as data
 
@@ -117,7 +118,7 @@ def create_app(*, authenticate: bool = True, artifacts: Path | None = None,
             body += f"<p class='muted'>No planned runs yet under <code>{escape(str(root()))}</code>.</p>"
         for cluster, items in by_cluster.items():
             body += f"<h2 data-testid='cluster'>Cluster {escape(cluster)}</h2>"
-            body += _analysis_html(root())
+            body += analysis.panel(root(), f"{base}/analysis/charts")
             groups: dict[str, list[list[str]]] = {"Waiting for approval": [], "In progress": [],
                                                   "Planned, not executed": [], "Past runs": []}
             for run in items:
@@ -156,13 +157,14 @@ def create_app(*, authenticate: bool = True, artifacts: Path | None = None,
                 f"<p>Cluster <b>{escape(run.cluster)}</b>. Approve or reject in Airflow: "
                 f"<a data-testid='approve-link' href='{approve}' target='_top'>Required actions "
                 f"of this run</a>.</p><h2>What Approve means</h2>{r.digest_table(planned)}")
+        body += "<h2>Broker load, before and after</h2>" + _before_after_html(run.brokers)
         if run.chart():
-            body += (f"<h2>Broker load, before and after</h2><img data-testid='chart' "
-                     f"src='{url}/chart.png' style='max-width:100%' alt='before/after chart'>")
-        body += "<h2>Predicted timeline</h2>" + _prediction_html(run.prediction, state)
+            body += (f"<img data-testid='chart' src='{url}/chart.png' style='max-width:100%' "
+                     "alt='before/after chart (the plan task)'>")
+        body += "<h2>Predicted timeline</h2>" + _prediction_html(run.prediction, state, run)
         body += (f"<h2>Execution</h2><div id='progress' data-api='{base}/api/runs/"
                  f"{urllib.parse.quote(dag_id, safe='')}/{urllib.parse.quote(key, safe='')}"
-                 f"/progress'>{r.progress_html(data.progress(state) if state else None, url + '/report')}"
+                 f"/progress'>{r.progress_html(run.progress(state) if state else None, url + '/report')}"
                  f"</div>{r.PROGRESS_SCRIPT}")
         body += ("<h2>Full diff</h2>" + r.diff_section(
             f"{base}/api/runs/{urllib.parse.quote(dag_id, safe='')}/"
@@ -174,6 +176,14 @@ def create_app(*, authenticate: bool = True, artifacts: Path | None = None,
         path = get_run(dag_id, key).chart()
         if path is None:
             raise HTTPException(404, "this run has no chart")
+        return FileResponse(path, media_type="image/png")
+
+    @app.get("/analysis/charts/{name}")
+    def analysis_chart(name: str) -> FileResponse:
+        found = analysis.latest(root())
+        path = analysis.chart_file(*found, name) if found else None
+        if path is None:
+            raise HTTPException(404, f"the latest analysis has no chart {name!r}")
         return FileResponse(path, media_type="image/png")
 
     @app.get("/runs/{dag_id}/{key}/report", response_class=HTMLResponse)
@@ -212,39 +222,34 @@ def create_app(*, authenticate: bool = True, artifacts: Path | None = None,
     def api_progress(dag_id: str, key: str) -> dict[str, Any]:
         run = get_run(dag_id, key)
         state = run.state()
-        p = data.progress(state) if state else None
+        p = run.progress(state) if state else None
         html = r.progress_html(p, r.run_url(base, dag_id, key) + "/report")
         return {"status": (p or {}).get("status") or "planned", "progress": p, "html": html}
 
     return app
 
 
-def _analysis_html(artifacts: Path) -> str:
-    """The newest balance-analysis summary under the artifacts directory, as a table."""
-    best = None
-    for path in list(artifacts.glob("*/summary.json")) + list(artifacts.glob("*/*/summary.json")) \
-            + list(artifacts.glob("*/*/*/summary.json")):
-        try:
-            summary = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(summary, dict) and summary.get("kind") == "balance-analysis":
-            if best is None or path.stat().st_mtime > best[0]:
-                best = (path.stat().st_mtime, path, summary)
-    if best is None:
-        return "<p class='muted'>No balance analysis yet.</p>"
-    _, path, summary = best
-    rows = [[escape(str(k)), escape(json.dumps(v)[:300])] for k, v in summary.items()
-            if k not in ("kind", "version")]
-    return ("<h3>Latest analysis</h3>" + r.table(["", ""], rows, "class='figs' data-testid='analysis'")
-            + f"<p class='muted'>{escape(str(path.parent))}</p>")
+def _before_after_html(brokers: list[dict[str, Any]] | None) -> str:
+    """Inline SVG per broker, before against after: replicas, preferred leaders, disk."""
+    if not brokers:
+        return "<p class='muted'>No per-broker totals for this plan.</p>"
+    labels = [str(b["broker"]) for b in brokers]
+    out = ""
+    for key, title, unit in (("replicas", "Replicas", ""), ("leaders", "Preferred leaders", ""),
+                             ("disk", "Bytes on disk", "B")):
+        out += f"<h3>{title} per broker</h3>" + r.grouped_bars(labels, [
+            ("before", "#9ca3af", [float(b[key][0]) for b in brokers]),
+            ("after", "#017cee", [float(b[key][1]) for b in brokers]),
+        ], unit=unit, testid=f"before-after-{key}")
+    return out
 
 
-def actual_curve(state: dict[str, Any]) -> list[tuple[float, float]]:
+def actual_curve(state: dict[str, Any], sizes: dict[tuple[str, int], int] | None = None
+                 ) -> list[tuple[float, float]]:
     """Bytes done over time in the real execution, from its tasks' finish times."""
     runtime = state.get("runtime") or {}
     start = float(runtime.get("run_started") or state.get("started_at") or 0.0)
-    done = sorted((t["finished_at"], int(t.get("size_bytes") or 0)
+    done = sorted((t["finished_at"], data.task_size(t, sizes)
                    * len([b for b in t["target"] if b not in t["source"]]))
                   for t in state.get("tasks") or []
                   if t.get("state") == "completed" and t.get("finished_at") is not None)
@@ -255,7 +260,8 @@ def actual_curve(state: dict[str, Any]) -> list[tuple[float, float]]:
     return points
 
 
-def _prediction_html(pred: dict[str, Any] | None, state: dict[str, Any] | None) -> str:
+def _prediction_html(pred: dict[str, Any] | None, state: dict[str, Any] | None,
+                     run: data.Run | None = None) -> str:
     if not pred:
         return "<p class='muted'>No prediction for this plan.</p>"
     samples = pred.get("samples") or []
@@ -275,7 +281,8 @@ def _prediction_html(pred: dict[str, Any] | None, state: dict[str, Any] | None) 
     out += r.line_chart(series, x_label="seconds", y_label="moves", testid="timeline")
     bytes_series = [("bytes done (predicted)", "#017cee", [(s[0], s[4]) for s in samples])]
     if state:
-        actual = actual_curve(state)
+        index = run.diff() if run is not None else None
+        actual = actual_curve(state, index.sizes if index is not None else None)
         bytes_series.append(("bytes done (actual)", "#16a34a", actual))
         if state.get("status") == "completed" and pred["duration"] > 0:
             elapsed = ((state.get("runtime") or {}).get("report") or {}).get("elapsed")
@@ -297,7 +304,7 @@ def _report_html(run: data.Run, base: str) -> str:
     body = f"<h1>Report: {escape(run.dag_id)} / {escape(run.key)} {r.badge(run.status())}</h1>"
     if state is None:
         return body + "<p>This plan was never executed (rejected, expired, or still waiting).</p>"
-    p = data.progress(state)
+    p = run.progress(state)
     report = p.get("report") or {}
     body += r.table(["", ""], [
         ["Outcome", f"<span data-testid='report-status'>{escape(str(report.get('status', p['status'])))}"
@@ -317,7 +324,7 @@ def _report_html(run: data.Run, base: str) -> str:
     if run.chart():
         body += (f"<h2>Broker load</h2><img src='{r.run_url(base, run.dag_id, run.key)}/chart.png'"
                  " style='max-width:100%'>")
-    body += "<h2>Predicted against actual</h2>" + _prediction_html(run.prediction, state)
+    body += "<h2>Predicted against actual</h2>" + _prediction_html(run.prediction, state, run)
     skipped = state.get("skipped") or []
     body += f"<h2>Skipped ({len(skipped)})</h2>"
     if skipped:

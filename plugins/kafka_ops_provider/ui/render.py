@@ -17,7 +17,8 @@ CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1f2937;background:#f8fafc}
 header{background:#017cee;color:#fff;padding:10px 20px}header a{color:#fff;text-decoration:none;font-weight:600}
 main{padding:16px 20px;max-width:1200px}h1{font-size:22px}h2{font-size:18px;margin-top:28px}
-table{border-collapse:collapse;background:#fff;font-size:13px}td,th{border:1px solid #e5e7eb;padding:4px 8px;text-align:left}
+table{border-collapse:collapse;background:#fff;font-size:13px}
+td,th{border:1px solid #e5e7eb;padding:4px 8px;text-align:left}
 th{background:#f1f5f9}th a{color:inherit}.figs td:first-child{font-weight:600}
 .badge{display:inline-block;padding:2px 8px;border-radius:10px;font-size:12px;background:#e5e7eb}
 .planned{background:#fde68a}.running{background:#bfdbfe}.completed{background:#bbf7d0}
@@ -65,7 +66,7 @@ def line_chart(series: list[tuple[str, str, list[tuple[float, float]]]], *, widt
         return "<p class='muted'>no data</p>"
     xmax = max(x for x, _ in pts) or 1.0
     ymax = max(y for _, y in pts) or 1.0
-    left, bottom, top, right = 50, 30, 10, 10
+    left, bottom, top, right = 50, 30, 26, 10
     w, h = width - left - right, height - top - bottom
 
     def xy(x: float, y: float) -> str:
@@ -75,7 +76,7 @@ def line_chart(series: list[tuple[str, str, list[tuple[float, float]]]], *, widt
         f"<polyline fill='none' stroke='{colour}' stroke-width='2' points='"
         + " ".join(xy(x, y) for x, y in s) + f"'><title>{escape(name)}</title></polyline>"
         for name, colour, s in series)
-    legend = "".join(f"<text x='{left + 10 + 160 * i}' y='{top + 12}' fill='{c}'>"
+    legend = "".join(f"<text x='{left + 10 + 160 * i}' y='14' style='fill:{c}'>"
                      f"&#9632; {escape(n)}</text>" for i, (n, c, _) in enumerate(series))
     axes = (f"<line x1='{left}' y1='{top + h}' x2='{left + w}' y2='{top + h}' stroke='#9ca3af'/>"
             f"<line x1='{left}' y1='{top}' x2='{left}' y2='{top + h}' stroke='#9ca3af'/>"
@@ -175,7 +176,8 @@ DIFF_SCRIPT = """
     document.getElementById('diff-count').dataset.total = d.total;
   }
   form.addEventListener('submit', e => { e.preventDefault(); state.offset = 0; load(); });
-  document.getElementById('diff-prev').onclick = () => { state.offset = Math.max(0, state.offset - state.limit); load(); };
+  document.getElementById('diff-prev').onclick = () => {
+    state.offset = Math.max(0, state.offset - state.limit); load(); };
   document.getElementById('diff-next').onclick = () => { state.offset += state.limit; load(); };
   load();
 })();
@@ -248,3 +250,73 @@ def progress_html(p: dict[str, Any] | None, report_url: str) -> str:
     if p["status"] not in ("running", "cancelling", None):
         out += f"<p><a href='{report_url}' data-testid='report-link'>Open the run report</a></p>"
     return out
+
+
+def grouped_bars(labels: list[str], series: list[tuple[str, str, list[float]]], *,
+                 width: int = 900, height: int = 220, unit: str = "", testid: str = "") -> str:
+    """Bars per label, one per series side by side (before/after per broker); at most 200
+    labels (the busiest first is the caller's choice)."""
+    labels = labels[:200]
+    if not labels or not series:
+        return "<p class='muted'>no data</p>"
+    vmax = max((v for _, _, vs in series for v in vs[:len(labels)]), default=0.0) or 1.0
+    left, bottom, top = 60, 30, 22
+    w, h = width - left - 10, height - bottom - top
+    slot = w / len(labels)
+    bw = max(slot / (len(series) + 0.5), 0.5)
+    parts = []
+    for i, label in enumerate(labels):
+        for j, (name, colour, values) in enumerate(series):
+            v = values[i]
+            bh = h * v / vmax
+            parts.append(f"<rect x='{left + i * slot + j * bw:.1f}' y='{top + h - bh:.1f}' "
+                         f"width='{max(bw - 0.5, 0.5):.1f}' height='{bh:.1f}' fill='{colour}'>"
+                         f"<title>{escape(label)} {escape(name)}: {_value(v, unit)}</title></rect>")
+        if len(labels) <= 40:
+            parts.append(f"<text x='{left + i * slot:.1f}' y='{height - 12}'>{escape(label)}</text>")
+    legend = "".join(f"<text x='{left + 10 + 170 * j}' y='14' style='fill:{c}'>&#9632; {escape(n)}</text>"
+                     for j, (n, c, _) in enumerate(series))
+    axis = (f"<line x1='{left}' y1='{top + h}' x2='{left + w}' y2='{top + h}' stroke='#9ca3af'/>"
+            f"<text x='2' y='{top + 10}'>{escape(_value(vmax, unit))}</text>")
+    return (f"<svg data-testid='{testid}' width='{width}' height='{height}' "
+            f"style='background:#fff'>{axis}{''.join(parts)}{legend}</svg>")
+
+
+def imbalance_chart(imbalance: dict[str, Any], *, width: int = 640, testid: str = "") -> str:
+    """Per resource: max / mean over live brokers, against its threshold; red when out of
+    balance (some broker above mean x threshold), green otherwise."""
+    rows = [(k, v) for k, v in imbalance.items() if isinstance(v, dict)]
+    if not rows:
+        return "<p class='muted'>no data</p>"
+    ratios = [float(v.get("max_over_mean") or 0.0) for _, v in rows]
+    scale = max([*ratios, *(float(v.get("threshold") or 1.0) for _, v in rows), 1.0]) * 1.1
+    left, row_h = 130, 24
+    w = width - left - 80
+    height = row_h * len(rows) + 24
+    parts = []
+    for i, ((name, v), ratio) in enumerate(zip(rows, ratios, strict=True)):
+        y = 8 + i * row_h
+        colour = "#16a34a" if v.get("balanced") else "#dc2626"
+        threshold = float(v.get("threshold") or 1.0)
+        over = ", ".join(str(b) for b in (v.get("brokers_over") or [])[:12])
+        parts.append(
+            f"<text x='4' y='{y + 14}'>{escape(name.replace('_', ' '))}</text>"
+            f"<rect data-resource='{escape(name)}' data-ratio='{ratio:.4f}' x='{left}' y='{y + 2}' "
+            f"width='{w * ratio / scale:.1f}' height='{row_h - 8}' fill='{colour}'><title>"
+            f"{escape(name)}: max/mean {ratio:.2f} (threshold {threshold:.2f})"
+            f"{'; above: brokers ' + escape(over) if over else ''}</title></rect>"
+            f"<line x1='{left + w * threshold / scale:.1f}' y1='{y}' "
+            f"x2='{left + w * threshold / scale:.1f}' y2='{y + row_h - 4}' stroke='#111827' "
+            f"stroke-dasharray='3,2'/>"
+            f"<text x='{left + w * ratio / scale + 4:.1f}' y='{y + 14}'>{ratio:.2f}</text>")
+    return (f"<svg data-testid='{testid}' width='{width}' height='{height}' style='background:#fff'>"
+            f"{''.join(parts)}<text x='{left}' y='{height - 4}'>max / mean over live brokers; "
+            f"dashed: threshold</text></svg>")
+
+
+def _value(v: float, unit: str) -> str:
+    if unit == "B":
+        return fmt_bytes(v)
+    if unit == "B/s":
+        return f"{fmt_bytes(v)}/s"
+    return f"{v:,.0f}{(' ' + unit) if unit else ''}"

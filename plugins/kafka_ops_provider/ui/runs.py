@@ -7,6 +7,7 @@ Every gated run leaves, under ``<artifacts>/<dag_id>/<run key>/`` (see hooks/sta
 - ``diff.json``: one row per partition the plan touches ``[topic, partition, before, after,
   size_bytes, leader_before, leader_after]`` (the full diff, from the plan and the snapshot);
 - ``prediction.json``: the predicted timeline (kafka_ops.predict.Prediction);
+- ``brokers.json``: per broker, replicas, preferred leaders and disk bytes before and after;
 - the execution state in the state store (``execution.json`` under ``<state>/<dag>/<run key>``),
   which the executor rewrites on every step: live progress comes from there.
 
@@ -28,6 +29,7 @@ from urllib.parse import urlparse
 PLANNED = "planned.json"
 DIFF = "diff.json"
 PREDICTION = "prediction.json"
+BROKERS = "brokers.json"
 STATE = "execution.json"
 SORT_KEYS = ("topic", "size", "moves")
 
@@ -126,6 +128,7 @@ class DiffIndex:
         keys = [(r.topic, r.partition) for r in rows]
         in_order = all(a < b for a, b in zip(keys, keys[1:], strict=False))  # diff.json is written sorted
         self.rows = rows if in_order else sorted(rows, key=lambda r: (r.topic, r.partition))
+        self.sizes = {(r.topic, r.partition): r.size for r in self.rows}  # from the snapshot
         lower: dict[str, str] = {}
         self._topics = [lower.setdefault(r.topic, r.topic.lower()) for r in self.rows]
         by_broker: dict[int, list[int]] = defaultdict(list)
@@ -200,8 +203,17 @@ class Run:
     def prediction(self) -> dict[str, Any] | None:
         return _cache.get(self.directory / PREDICTION, lambda p: json.loads(p.read_text()))
 
+    @property
+    def brokers(self) -> list[dict[str, Any]] | None:
+        return _cache.get(self.directory / BROKERS, lambda p: json.loads(p.read_text()))
+
     def diff(self) -> DiffIndex | None:
         return _cache.get(self.directory / DIFF, DiffIndex.from_file)
+
+    def progress(self, state: dict[str, Any]) -> dict[str, Any]:
+        """``progress(state)`` with the snapshot's sizes for tasks recorded without one."""
+        index = self.diff()
+        return progress(state, index.sizes if index is not None else None)
 
     def state(self) -> dict[str, Any] | None:
         """The execution state as JSON (not cached: the executor rewrites it every step)."""
@@ -252,9 +264,16 @@ def _safe(segment: str) -> bool:
     return bool(segment) and segment not in (".", "..") and "/" not in segment and "\\" not in segment
 
 
-def progress(state: dict[str, Any]) -> dict[str, Any]:
+def task_size(task: dict[str, Any], sizes: dict[tuple[str, int], int] | None) -> int:
+    """The partition's size as the execution recorded it, else as the plan's snapshot had it
+    (an execution through ZooKeeper alone records no sizes)."""
+    return int(task.get("size_bytes") or 0) or int((sizes or {}).get((task["topic"], task["partition"]), 0))
+
+
+def progress(state: dict[str, Any], sizes: dict[tuple[str, int], int] | None = None) -> dict[str, Any]:
     """Live progress from an execution state: moves done / in flight / pending, bytes, ETA,
     throttles set, and per broker the moves in flight and the replication rate received.
+    ``sizes``: partition sizes from the plan's snapshot, for tasks recorded without one.
 
     The rate per broker is the bytes of moves into it that finished, over the time since the
     run started, plus nothing for moves still copying (their progress is not in the state):
@@ -267,12 +286,13 @@ def progress(state: dict[str, Any]) -> dict[str, Any]:
     for t in tasks:
         counts[t["state"]] += 1
         new = [b for b in t["target"] if b not in t["source"]]
-        moved = int(t.get("size_bytes") or 0) * max(len(new), 0)
+        size = task_size(t, sizes)
+        moved = size * len(new)
         bytes_total += moved
         if t["state"] == "completed":
             bytes_done += moved
             for b in new:
-                into[b] += int(t.get("size_bytes") or 0)
+                into[b] += size
         elif t["state"] in ("in_progress", "aborting"):
             for b in new:
                 in_flight_into[b] += 1
