@@ -6,6 +6,11 @@ that pool. This module holds the pools file, its validation against a cluster, a
 pool operations: placing a NEW topic (or new partitions) inside its pool with Kafka's own
 algorithm in one step, and a plan that migrates existing topics into their pool.
 
+``migrate_to_pool`` is the only placement of misplaced replicas in kafka-ops: ``kafka-ops pools
+migrate`` prints its plan, and the planner's migrate-pool mode (``kafka-ops plan migrate-pool``,
+the workflow API and the Airflow kafka_pool_migration DAG) applies it, pool by pool, as its
+prepare step and adds the hard-goal checks and the planner's summary (see planner/modes.py).
+
 Pools file (YAML; JSON is valid YAML, so a JSON file works too)::
 
     default_pool: shared            # optional: topics that match no pool go here
@@ -241,6 +246,9 @@ def migrate_to_pool(
     leader leaves get the replica leading the fewest partitions, then leadership is evened out.
     ``topics`` defaults to every existing topic the pools file puts in the pool; a topic the
     file puts in another pool is refused, an unpooled one may move into any pool.
+
+    The planner's migrate-pool mode uses this placement too (planner.modes.plan_migrate_pool):
+    change it here and both ``pools migrate`` and ``plan migrate-pool`` follow.
     """
     pool = pools.pool(pool_name)
     alive = _alive_pool_brokers(cluster, pool)

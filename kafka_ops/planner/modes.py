@@ -4,6 +4,16 @@ Balancing modes (rebalance, add-brokers) run every goal. Repair modes (remove-br
 replace, fix-offline, set-rf, migrate-pool) run only the hard goals: they move what the request
 requires and nothing more, placing each moved replica on the least loaded broker allowed; a
 rebalance afterwards evens out the rest.
+
+Pool migration has ONE placement, ``kafka_ops.pools.migrate_to_pool`` (the ``kafka-ops pools
+migrate`` command): migrate-pool applies it as its ``prepare`` step, under the hard goals'
+vetoes and the move caps, and the optimizer then checks pool membership and writes the summary.
+Both entry points thus give the same plan for the same pool; the planner adds what only it
+knows (in-flight partitions, capacity limits, caps, unpooled topics on pooled brokers: those the
+pool_membership goal relocates as in any repair, with a warning in the summary). The placement
+stayed in pools.py rather than the other way round because its results (minimal moves, rack
+spread by pool load, evened leaders) are pinned exactly by tests/unit/test_pools.py, and
+because pools.py must not import the planner.
 """
 
 from __future__ import annotations
@@ -12,12 +22,13 @@ from collections import Counter
 from collections.abc import Sequence
 
 from kafka_ops.errors import ValidationError
-from kafka_ops.model import ClusterModel
+from kafka_ops.model import ClusterModel, TopicPartition
 from kafka_ops.planner.context import PlannerOptions, Run
+from kafka_ops.planner.goals import HARD_GOALS
 from kafka_ops.planner.hard import CapacityGoal, rack_limit, why_no_broker
-from kafka_ops.planner.optimizer import PlanResult, optimize
+from kafka_ops.planner.optimizer import PlanResult, check_room, optimize
 from kafka_ops.planner.state import WorkingState
-from kafka_ops.pools import PoolSet
+from kafka_ops.pools import PoolSet, migrate_to_pool
 
 DEFAULT_OPTIONS = PlannerOptions()
 _DRAIN = ("broker_exclusions",)  # repair modes fix only this; other hard goals veto
@@ -145,10 +156,96 @@ def plan_replace_broker(cluster: ClusterModel, old: int, new: int, pools: PoolSe
 
 def plan_migrate_pool(cluster: ClusterModel, pools: PoolSet, topics: Sequence[str] | None = None,
                       options: PlannerOptions = DEFAULT_OPTIONS) -> PlanResult:
-    """Move topics (all pooled topics, or the listed ones) onto their pool's brokers."""
+    """Move topics (all pooled topics, or the listed ones) onto their pool's brokers.
+
+    One placement for both entry points: the replicas are placed by
+    :func:`kafka_ops.pools.migrate_to_pool` (what ``kafka-ops pools migrate`` plans: minimal
+    moves, rack-aware by pool load, leaders evened out), pool by pool, as this mode's
+    ``prepare`` step. Each partition's placement is applied under the hard goals' vetoes and
+    the move caps; the pool_membership goal then only checks, except for what the placement
+    does not cover: a partition whose placement a veto refused (a disk or network limit, say:
+    the placement counts replicas, not bytes) and unpooled topics on pooled brokers, which it
+    relocates as in any repair. The summary warns when that happened.
+    """
     st = WorkingState(cluster, pools)
-    return optimize(st, options, "migrate-pool", movable=_topic_filter(st, topics, None, pools),
-                    soft=False, fix=("pool_membership",))
+    movable = _topic_filter(st, topics, None, pools)
+    membership = tuple(g for g in HARD_GOALS if g.name == "pool_membership")
+
+    def place(run: Run) -> None:
+        check_room(run, membership)  # the planner's own words for an impossible request
+        refused = _apply_pool_placement(run, cluster, pools, list(topics) if topics else None)
+        if refused:
+            names = ", ".join(str(tp) for tp in refused[:10])
+            more = f" and {len(refused) - 10} more" if len(refused) > 10 else ""
+            run.warnings.append(
+                f"{len(refused)} partition(s) placed by the pool_membership goal instead of the "
+                f"pool placement, which a hard goal or a move cap refused: {names}{more}")
+
+    return optimize(st, options, "migrate-pool", movable=movable, prepare=place, soft=False,
+                    fix=("pool_membership",))
+
+
+def _apply_pool_placement(run: Run, cluster: ClusterModel, pools: PoolSet,
+                          topics: Sequence[str] | None) -> list[TopicPartition]:
+    """Put pools.migrate_to_pool's target replicas into the run's state, partition by partition.
+
+    Pools are placed one after the other, each on the cluster as the previous ones left it
+    (pools have no broker in common, but a pool's brokers may lose replicas of other pools'
+    topics). Partitions with a reassignment in flight are planned from their target replicas
+    and left alone. A partition whose moves or leader change a veto or cap refuses is put back
+    as it was and returned.
+    """
+    st = run.state
+    view = cluster
+    if st.in_flight:  # plan from the replicas in-flight partitions will keep, as the state does
+        view = cluster.with_assignment({st.tps[p]: [st.broker_ids[b] for b in st.replicas[p]]
+                                        for p in st.in_flight}, move_leaders=False)
+    position = {tp: p for p, tp in enumerate(st.tps)}
+    refused: list[TopicPartition] = []
+    for name in sorted(pools.pools):
+        pool = pools.pools[name]
+        wanted = None if topics is None else [t for t in topics if pools.pool_for_topic(t) is pool]
+        if wanted == []:
+            continue
+        targets = migrate_to_pool(view, pools, name, wanted).replicas
+        for tp, target in targets.items():
+            p = position[tp]
+            if run.partition_movable[p] and not _place(run, p, [st.index[b] for b in target]):
+                refused.append(tp)
+        view = view.with_assignment(targets)
+    return refused
+
+
+def _place(run: Run, p: int, target: list[int]) -> bool:
+    """Give p the target replica list (broker indexes) under the vetoes and caps, or change nothing.
+
+    Each leaving replica is paired with an arriving one on its own rack where there is one
+    (those moves first), so no move crowds a rack on the way to a placement that does not; the
+    rest pair up in list order. Then the target's leader takes the lead.
+    """
+    st = run.state
+    leaving = [b for b in st.replicas[p] if b not in target]
+    arriving = [b for b in target if b not in st.replicas[p]]
+    pairs: list[tuple[int, int]] = []
+    for src in list(leaving):
+        dst = next((b for b in arriving if st.rack[b] == st.rack[src]), None)
+        if dst is not None:
+            pairs.append((src, dst))
+            leaving.remove(src)
+            arriving.remove(dst)
+    pairs.extend(zip(leaving, arriving, strict=True))  # the same replication factor
+    done: list[tuple[int, int]] = []
+    for src, dst in pairs:
+        if not run.try_move(p, src, dst):
+            break
+        done.append((src, dst))
+    old_leader = st.replicas[p][0]
+    if len(done) == len(pairs) and (old_leader == target[0] or run.try_lead(p, target[0])):
+        st.replicas[p][:] = target  # the followers' order: same set and leader, so same loads
+        return True
+    for src, dst in reversed(done):
+        st.undo_move(p, src, dst)
+    return False
 
 
 def plan_set_replication_factor(cluster: ClusterModel, topics: Sequence[str], replication_factor: int,
