@@ -204,11 +204,11 @@ def imbalance(brokers: list[dict[str, Any]], thresholds: dict[str, float]) -> di
     return out
 
 
-def leadership(broker_rows: list[dict[str, Any]], series: DataFrame,
+def leadership(broker_rows: list[dict[str, Any]], brokers: DataFrame,
                live: list[int]) -> dict[str, Any]:
     """Leadership over the window from the brokers' own LeaderCount gauges: per broker its
     range, mean and how often it changed; over time the worst spread across live brokers."""
-    spread = (series.where(F.col("broker").isin(live) & F.col("leader_count").isNotNull())
+    spread = (brokers.where(F.col("broker").isin(live) & F.col("leader_count").isNotNull())
               .groupBy("time").agg((F.max("leader_count") - F.min("leader_count")).alias("s"))
               .agg(F.max("s"), F.avg("s")).first()) if live else (None, None)
     return {
@@ -319,7 +319,7 @@ def analyze(spark: SparkSession, snapshots: str, cluster: str, start: int, end: 
                             "brokers_down_samples": {b["broker"]: b["down_samples"]
                                                      for b in broker_rows if b["down_samples"]}},
         },
-        "leadership": leadership(broker_rows, series, live),
+        "leadership": leadership(broker_rows, brokers, live),
         "brokers": [{k: b[k] for k in ("broker", "rack", "pool", "alive", *RESOURCES)}
                     for b in broker_rows],
     }
