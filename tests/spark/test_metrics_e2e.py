@@ -147,11 +147,12 @@ def test_network_skew_seen_through_metrics(spark, zk_connect: str, tmp_path: Pat
         assert seen[r] < start_ratio[r] - 0.2, r
     # Better than blind on network out (blind keeps the hot leaders on 0 and 1: 2.50; the plan
     # through the seam ended at 1.44 and 2.14 in two runs here, the window's loads differing).
-    # On network in, today's planner is not reliably better than blind, however good the loads: leader_count (threshold 0) holds every broker at exactly its share of leaders,
-    # the network goals move one replica or leader at a time (a move, or a swap, that carries a
-    # leadership is vetoed), and which moves survive depends on ties among the replicas: with
-    # the exact true rates and every size equal both network goals end where blind does (1.26,
-    # 2.50); with sizes 0.1% apart network in reaches 1.03; with loads 20% off, anywhere in
-    # 1.02-1.27. So: never meaningfully worse than blind on network in, better on network out.
+    # On network in, today's planner is not reliably better than blind, however good the loads:
+    # leader_count (threshold 0) holds every broker at exactly its share of leaders, the network
+    # goals move one replica or leader at a time (a move, or a swap, that carries a leadership
+    # is vetoed), and which moves survive depends on ties among the replicas: with the exact
+    # true rates and every size equal both network goals end where blind does (1.26, 2.50);
+    # with sizes 0.1% apart network in reaches 1.03; with loads 20% off, anywhere in 1.02-1.27.
+    # So: never meaningfully worse than blind on network in, better on network out.
     assert seen["network_out_bytes_per_sec"] < blind["network_out_bytes_per_sec"] - 0.1
     assert seen["network_in_bytes_per_sec"] <= blind["network_in_bytes_per_sec"] + 0.02
