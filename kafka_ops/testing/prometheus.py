@@ -4,10 +4,15 @@ Runs Debian's ``prometheus`` (2.42, ``apt-get install prometheus``; the package'
 used) on 127.0.0.1 and a free port with its own data directory. History without waiting: an
 OpenMetrics file is turned into TSDB blocks with ``promtool tsdb create-blocks-from openmetrics``
 before the server starts on that directory, and live scraping continues on top.
+
+With ``basic_auth`` the server demands HTTP basic auth on every endpoint, as Prometheus 2.42 does
+with ``--web.config.file`` and bcrypt-hashed ``basic_auth_users`` (hashed here with the
+``bcrypt`` package; the plain password is never written to disk).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import shutil
@@ -51,8 +56,10 @@ class PrometheusServer:
 
     def __init__(self, scrape_configs: Sequence[Mapping[str, Any]], *,
                  data_dir: str | Path | None = None, port: int | None = None,
-                 scrape_interval: str = "15s") -> None:
+                 scrape_interval: str = "15s",
+                 basic_auth: tuple[str, str] | None = None) -> None:
         self.scrape_configs = [dict(c) for c in scrape_configs]
+        self._auth = basic_auth
         self.port = port or free_port()
         self._own_dir = data_dir is None
         self.dir = Path(data_dir or tempfile.mkdtemp(prefix="kafka-ops-prometheus-"))
@@ -64,6 +71,28 @@ class PrometheusServer:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def _headers(self) -> dict[str, str]:
+        if self._auth is None:
+            return {}
+        raw = f"{self._auth[0]}:{self._auth[1]}".encode()
+        return {"Authorization": "Basic " + base64.b64encode(raw).decode()}
+
+    def _open(self, path: str, timeout: float) -> Any:
+        return urllib.request.urlopen(
+            urllib.request.Request(f"{self.url}{path}", headers=self._headers()), timeout=timeout)
+
+    def _web_config(self) -> list[str]:
+        """``--web.config.file`` demanding basic auth, when asked for; else no option."""
+        if self._auth is None:
+            return []
+        import bcrypt  # test dependency: only a server with basic auth needs it
+
+        user, password = self._auth
+        hashed = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=10)).decode()
+        path = self.dir / "web.yml"
+        path.write_text(yaml.safe_dump({"basic_auth_users": {user: hashed}}))
+        return [f"--web.config.file={path}"]
 
     def backfill(self, openmetrics: str | Path) -> None:
         """Import history before ``start()`` (Prometheus reads blocks when it opens the TSDB)."""
@@ -85,7 +114,8 @@ class PrometheusServer:
              f"--storage.tsdb.path={self.data_dir}",
              f"--web.listen-address=127.0.0.1:{self.port}",
              # Backfilled blocks may reach into the head's time range.
-             "--storage.tsdb.retention.time=30d", "--web.enable-lifecycle"],
+             "--storage.tsdb.retention.time=30d", "--web.enable-lifecycle",
+             *self._web_config()],
             stdout=log, stderr=subprocess.STDOUT,
         )
         log.close()
@@ -95,7 +125,7 @@ class PrometheusServer:
                 raise KafkaOpsError(f"Prometheus exited at start-up; see {self.log_path}:\n"
                                     f"{self.logs()[-2000:]}")
             try:
-                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as r:
+                with self._open("/-/ready", timeout=2) as r:
                     if r.status == 200:
                         return self
             except OSError:
@@ -134,7 +164,7 @@ class PrometheusServer:
     # -- querying (tests) -------------------------------------------------------------------
     def api(self, path: str, **params: Any) -> Any:
         query = urllib.parse.urlencode(params)
-        with urllib.request.urlopen(f"{self.url}/api/v1/{path}?{query}", timeout=30) as r:
+        with self._open(f"/api/v1/{path}?{query}", timeout=30) as r:
             body = json.load(r)
         if body.get("status") != "success":
             raise KafkaOpsError(f"Prometheus API {path}: {body.get('error')}")
@@ -159,7 +189,8 @@ class PrometheusServer:
 
 @contextmanager
 def prometheus_for_emulator(face: Any, history: float = 0.0, step: float = 60.0,
-                            scrape_interval: str = "5s", job: str = "kafka"
+                            scrape_interval: str = "5s", job: str = "kafka",
+                            basic_auth: tuple[str, str] | None = None
                             ) -> Iterator[PrometheusServer]:
     """A Prometheus scraping an emulator's MetricsFace, with ``history`` seconds backfilled.
 
@@ -170,7 +201,7 @@ def prometheus_for_emulator(face: Any, history: float = 0.0, step: float = 60.0,
     from kafka_ops.emulator.metrics import scrape_config
 
     server = PrometheusServer([scrape_config(face.targets, job=job, interval=scrape_interval)],
-                              scrape_interval=scrape_interval)
+                              scrape_interval=scrape_interval, basic_auth=basic_auth)
     try:
         if history > 0:
             end = face.metrics.now() - 1  # the last sample within a step of the first scrape

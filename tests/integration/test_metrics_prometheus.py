@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -21,6 +25,7 @@ from kafka_ops.monitor import names
 from kafka_ops.monitor.schema import read_table
 from kafka_ops.monitor.snapshot import take_snapshot
 from kafka_ops.monitor.sources import PrometheusConfig, PrometheusSource
+from kafka_ops.snapshot import save_snapshot
 from kafka_ops.testing.prometheus import prometheus_for_emulator
 from kafka_ops.testing.zookeeper import free_port
 
@@ -166,3 +171,59 @@ def test_credentials_reach_prometheus_and_nothing_else(scraped, tmp_path: Path, 
     finally:
         proxy.shutdown()
         proxy.server_close()
+
+
+PASSWORD = "Pr0m-s3cret-" + "x9"  # noqa: S105 - a test password, checked absent from output
+
+
+def _snapshot_cli(args: list[str]) -> subprocess.CompletedProcess[str]:
+    """``kafka-ops snapshot`` in a child with every logger at DEBUG (what would leak, shows)."""
+    code = ("import logging, sys; logging.basicConfig(level=logging.DEBUG); "
+            "from kafka_ops.cli import main; sys.exit(main(sys.argv[1:]))")
+    return subprocess.run([sys.executable, "-c", code, "snapshot", *args], capture_output=True,
+                          text=True, timeout=300, check=False,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+
+
+def test_snapshot_from_prometheus_with_basic_auth(tmp_path: Path) -> None:
+    """A real Prometheus demanding basic auth (--web.config.file, bcrypt basic_auth_users):
+    the snapshot CLI reads the credentials from its configuration file and gets the samples; a
+    wrong password is refused with a clear error; the password appears in no output, log or
+    file the snapshot writes."""
+    model = generate_cluster("small", seed=5)
+    with Emulator(model, metrics_port_base=0) as emulator:
+        face = emulator.metrics_face
+        with prometheus_for_emulator(face, history=3600, step=60, scrape_interval="1s",
+                                     basic_auth=("ops", PASSWORD)) as prom:
+            # Prometheus itself refuses requests without the credentials.
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(f"{prom.url}/api/v1/query?query=up", timeout=10)
+            assert refused.value.code == 401
+            cluster = tmp_path / "cluster.json"
+            save_snapshot(model, cluster)
+            props = tmp_path / "prometheus.properties"
+            props.write_text(f"username=ops\npassword={PASSWORD}\n")
+            end = int(time.time() // 300) * 300 - 600
+            common = ["--cluster", str(cluster), "--name", "small", "--prometheus", prom.url,
+                      "--job", "kafka", "--step", "300", "--start", str(end - 1800),
+                      "--end", str(end), "--json"]
+            done = _snapshot_cli([*common, "--dataset", str(tmp_path / "ds"),
+                                  "--prometheus-config", str(props)])
+            assert done.returncode == 0, done.stderr[-3000:]
+            result = json.loads(done.stdout)
+            assert result["samples"] == 7
+            assert result["rows"]["partitions"] == 7 * len(model.partitions)
+            assert not result["issues"].get("missing_rate_samples")
+            bad = tmp_path / "bad.properties"
+            bad.write_text("username=ops\npassword=not-the-" + PASSWORD + "\n")
+            refused_run = _snapshot_cli([*common, "--dataset", str(tmp_path / "ds2"),
+                                         "--prometheus-config", str(bad)])
+            server_log = prom.logs()
+    assert refused_run.returncode != 0
+    assert "401" in refused_run.stderr and "Prometheus" in refused_run.stderr
+    rates = read_table(tmp_path / "ds", "broker_topics", "small")
+    assert rates.num_rows and all(v is not None for v in rates["bytes_in"].to_pylist())
+    written = "".join(p.read_text(errors="replace") for p in (tmp_path / "ds").rglob("*.json"))
+    for text in (done.stdout, done.stderr, refused_run.stdout, refused_run.stderr, server_log,
+                 written):
+        assert PASSWORD not in text

@@ -32,13 +32,14 @@ T1 = T0 + 300
 TP = TopicPartition
 
 
-def _brokers_rows(times, up=None, capacity=None):
+def _brokers_rows(times, up=None, capacity=None, leader_count=None):
     rows = []
     for t in times:
         for b, rack in ((1, "a"), (2, "a"), (3, "b"), (4, "b")):
             rows.append({"time": t, "broker": b, "rack": rack, "alive": True,
                          "up": (up or {}).get((b, t), True), "disk_capacity": (capacity or {}).get(b, 0),
-                         "network_in_capacity": 0.0, "network_out_capacity": 0.0})
+                         "network_in_capacity": 0.0, "network_out_capacity": 0.0,
+                         "leader_count": (leader_count or {}).get((b, t))})
     return rows
 
 
@@ -70,7 +71,10 @@ def hand_dataset(root: Path) -> None:
     write_table(root, "partitions", "hand", _table("partitions", parts))
     write_table(root, "broker_topics", "hand", _table("broker_topics", bt))
     write_table(root, "brokers", "hand", _table(
-        "brokers", _brokers_rows((T0, T1), up={(2, T0): False}, capacity={3: 600})))
+        "brokers", _brokers_rows((T0, T1), up={(2, T0): False}, capacity={3: 600},
+                                 # the brokers' own LeaderCount; broker 2 was down at T0
+                                 leader_count={(1, T0): 2, (1, T1): 2, (2, T1): 1, (3, T0): 1,
+                                               (3, T1): 3, (4, T0): 0, (4, T1): 0})))
 
 
 def test_exact_aggregates(spark, tmp_path: Path) -> None:
@@ -94,12 +98,22 @@ def test_exact_aggregates(spark, tmp_path: Path) -> None:
     assert (b1["replicas"], b1["leaders"], b1["disk"]) == (3, 2, 450)
     assert (b1["network_in"], b1["network_out"], b1["leader_bytes_in"]) == (14.0, 30.0, 10.0)
     assert (ts[T1, 2]["network_in"], ts[T1, 2]["network_out"], ts[T1, 2]["rate_gaps"]) == (15.0, 0.0, 1)
+    assert (ts[T0, 1]["leader_count"], ts[T0, 2]["leader_count"], ts[T1, 3]["leader_count"]) == (
+        2, None, 3)
 
     bl = {r["broker"]: r for r in spark.read.parquet(str(out / "broker_loads")).collect()}
     assert (bl[1]["network_in"], bl[1]["network_out"], bl[1]["leader_bytes_in"]) == (26.0, 50.0, 20.0)
     assert (bl[2]["network_in"], bl[2]["network_out"], bl[3]["network_in"]) == (13.0, 3.0, 19.0)
     assert [bl[b]["disk"] for b in (1, 2, 3)] == [470, 330, 580]
     assert (bl[4]["replicas"], bl[4]["disk"], bl[2]["down_samples"]) == (0, 0, 1)
+    assert [(bl[b]["leader_count_min"], bl[b]["leader_count_max"], bl[b]["leader_count_mean"],
+             bl[b]["leader_count_changes"], bl[b]["leader_count_gaps"]) for b in (1, 2, 3)] == [
+        (2, 2, 2.0, 0, 0), (1, 1, 1.0, 0, 1), (1, 3, 2.0, 1, 0)]
+    lead = summary["leadership"]
+    # Spread over live brokers per time: T0 {2, 1, 0} -> 2 (broker 2 not reported), T1 {2, 1, 3, 0} -> 3.
+    assert (lead["max_minus_min_worst"], lead["max_minus_min_mean"], lead["missing_samples"]) == (
+        3, 2.5, 1)
+    assert lead["brokers"]["3"] == {"min": 1, "max": 3, "mean": 2.0, "changes": 1}
     racks = {r["rack"]: r for r in spark.read.parquet(str(out / "rack_loads")).collect()}
     assert (racks["a"]["network_in"], racks["a"]["disk"], racks["b"]["brokers"]) == (39.0, 800, 2)
     pools = {r["pool"]: r for r in spark.read.parquet(str(out / "pool_loads")).collect()}
