@@ -7,16 +7,32 @@ left — lives here, in one object per run, so planning the same input twice giv
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kafka_ops.planner.state import WorkingState
 
-if TYPE_CHECKING:
-    from kafka_ops.planner.goals import Goal
-
 Move = tuple[int, int, int]  # (partition index, source broker index, destination broker index)
+
+
+class Goal(Protocol):
+    """What the optimizer needs of every goal: fix, veto, report.
+
+    Declared here, beside the Run that holds the vetoing goals, so the goal modules depend on
+    this one and never the other way round (goals.py only registers them).
+    """
+
+    name: str
+    hard: bool
+
+    def optimize(self, run: Run) -> None: ...
+
+    def accepts(self, run: Run, moves: Sequence[Move]) -> bool: ...
+
+    def accepts_leadership(self, run: Run, p: int, old: int, new: int) -> bool: ...
+
+    def measure(self, run: Run) -> dict[str, float]: ...
 
 
 @dataclass(frozen=True)

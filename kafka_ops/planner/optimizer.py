@@ -43,10 +43,16 @@ def check_room(run: Run, fixing: Iterable[HardGoal]) -> None:
     """Fail before planning when a hard goal is impossible, naming the partition and the gap.
 
     A partition whose replica must leave a broker (dead, excluded, outside its pool) needs as
-    many live brokers in its pool as it has replicas; with fewer, no plan exists.
+    many live brokers in its pool as it has replicas; with fewer, no plan exists. A partition
+    needs as many brokers whose disk and network limits can hold one of its replicas.
     """
     st = run.state
     names = {g.name for g in fixing}
+    capacity = next((g for g in fixing if isinstance(g, CapacityGoal)), None)
+    if capacity is not None and not run.leadership_only:
+        problem = capacity.unplaceable(run)
+        if problem:
+            raise ValidationError(problem)
     pools = "pool_membership" in names
     if not names & {"broker_exclusions", "pool_membership"} or run.leadership_only:
         return

@@ -37,7 +37,10 @@ def test_rack_violation_that_capacity_forbids_fixing_names_both_goals() -> None:
     full = BrokerCapacity(disk_bytes=GiB)  # 80% of 1 GiB cannot take a 1 GiB replica
     brokers = [Broker(0, "r0"), Broker(1, "r0"), Broker(2, "r1", capacity=full)]
     c = ClusterModel(brokers, [part("t", 0, (0, 1))])
-    with pytest.raises(ValidationError, match=r"^rack_awareness: .*t-0.*capacity"):
+    # Only one broker in r0 may hold t-0 and broker 2 (r1) is too small: exact before planning.
+    with pytest.raises(ValidationError, match=r"^capacity: t-0 .*only 2 of the 3 live brokers in "
+                                              r"'cluster' \(rack_awareness: at most 1 per rack\)"
+                                              r".*broker 2 disk limit 0.8 GiB"):
         plan_rebalance(c)
 
 
