@@ -422,7 +422,7 @@ class CapacityGoal(HardGoal):
                 + (f"disk limit {limits[b][0] / gib:.1f} GiB" if st.size[p] > limits[b][0]
                    else f"network-in limit {limits[b][1]:.0f} B/s")
                 for b in short[:5]) + (f" and {len(short) - 5} more" if len(short) > 5 else "")
-            racks = "" if len(per_rack) == len(fit) else f" (rack_awareness: at most {limit} per rack)"
+            racks = "" if limit >= len(reps) else f" (rack_awareness: at most {limit} per rack)"
             return (
                 f"capacity: {st.tps[p]} ({st.size[p] / gib:.1f} GiB, {st.bytes_in[p]:.0f} B/s in) "
                 f"needs {len(reps)} brokers with room for one replica, but only {len(fit)} of the "

@@ -129,6 +129,23 @@ def test_partition_larger_than_the_only_broker_left_is_refused_naming_capacity(p
     assert "broker_exclusions" not in message and "mode" not in message
 
 
+def test_a_pool_too_small_is_named_before_a_partition_too_big() -> None:
+    # Found by a fresh random run of the property test: two reasons, both real. The pool that
+    # cannot hold t0-0 at all is the more basic gap and is named first (as the oracle does).
+    gib = 1024**3
+    brokers = [Broker(0), Broker(1, capacity=BrokerCapacity(disk_bytes=30 * gib)),
+               Broker(2, alive=False), Broker(3), Broker(4, alive=False), Broker(5)]
+    pools = PoolSet([Pool("even", frozenset({0, 2, 4}), topics=("t0",)),
+                     Pool("odd", frozenset({1, 3, 5}), topics=("t1",))])
+    cluster = ClusterModel(brokers, [
+        Partition("t0", 0, (0, 2), 0, (0,)),
+        Partition("t1", 0, (1, 3, 5), 1, (1, 3, 5), size_bytes=50 * gib)])
+    verdict = feasibility(cluster, pools)
+    assert verdict.feasible is False and verdict.partitions == (TopicPartition("t0", 0),)
+    with pytest.raises(ValidationError, match=r"^broker_exclusions: t0-0 has 2 replicas .* only 1 live"):
+        plan_rebalance(cluster, pools)
+
+
 def test_partition_too_big_for_most_brokers_moves_to_one_that_can_hold_it() -> None:
     # The capacity pre-check is exact per partition: enough brokers can hold it, so it plans.
     gib = 1024**3
