@@ -102,6 +102,16 @@ class BalanceGoal:
         x = self.item_load(run.state, p, True)
         return self._ok(run, {old: -x, new: x})
 
+    def accepts_leaderships(self, run: Run, changes: Sequence[Move]) -> bool:
+        if not self.leader_only:
+            return True
+        deltas: dict[int, float] = {}
+        for p, old, new in changes:
+            x = self.item_load(run.state, p, True)
+            deltas[old] = deltas.get(old, 0) - x
+            deltas[new] = deltas.get(new, 0) + x
+        return self._ok(run, deltas)
+
     # -- reporting -----------------------------------------------------------------------
     def measure(self, run: Run) -> dict[str, float]:
         """Worst group: max-min for counts, max/mean for rates and bytes; brokers out of bounds."""

@@ -32,6 +32,10 @@ class Goal(Protocol):
 
     def accepts_leadership(self, run: Run, p: int, old: int, new: int) -> bool: ...
 
+    def accepts_leaderships(self, run: Run, changes: Sequence[Move]) -> bool:
+        """Leadership changes (partition, old leader, new leader) that only make sense together."""
+        ...
+
     def measure(self, run: Run) -> dict[str, float]: ...
 
 
@@ -194,6 +198,25 @@ class Run:
             return False
         old = self.state.replicas[p][0]
         return all(g.accepts_leadership(self, p, old, new) for g in self.vetoes)
+
+    def try_lead_swap(self, a: tuple[int, int], b: tuple[int, int]) -> bool:
+        """Two leadership changes (partition, new leader) judged together, both or none.
+
+        A trade keeps both brokers' leader counts: p passes from s to d while q passes from d to
+        s. Each alone may break an earlier goal's bounds; together they may not.
+        """
+        st = self.state
+        changes = [(p, st.replicas[p][0], new) for p, new in (a, b)]
+        if a[0] == b[0] or not all(self.partition_movable[p] and self.dst_ok[new]
+                                   for p, _, new in changes):
+            return False
+        if not all(g.accepts_leaderships(self, changes) for g in self.vetoes):
+            return False
+        if not self.room_for_leader_change(2):
+            return False
+        st.make_leader(*a)
+        st.make_leader(*b)
+        return True
 
     def try_lead(self, p: int, new: int) -> bool:
         if not self.can_lead(p, new) or not self.room_for_leader_change():

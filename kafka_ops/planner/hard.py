@@ -31,6 +31,10 @@ class HardGoal:
     def accepts_leadership(self, run: Run, p: int, old: int, new: int) -> bool:
         return True
 
+    def accepts_leaderships(self, run: Run, changes: Sequence[Move]) -> bool:
+        """Hard rules hold for each change on its own (conservative for capacity)."""
+        return all(self.accepts_leadership(run, p, old, new) for p, old, new in changes)
+
     def violations(self, run: Run) -> list[str]:
         return []
 
