@@ -22,8 +22,11 @@ _SCAN = 24  # candidates examined around the ideal size before settling for the 
 _NEAREST = 32  # replicas nearest the ideal size the replica count goal weighs per move
 _TAKER_WEIGHT = 10.0  # how much more the receiving broker's disk wish counts than the giver's
 _TOPICS = 12  # a source's fullest topics the replica count goal weighs per move
+_TOPIC_SCAN = 400  # ... looked for among this many of them (the rest the taker has enough of)
 _REORDER = 16  # moves off a broker before its fullest-topics order is recomputed
-_GAIN = 3  # topic evening-out beyond this many replicas counts the same
+_GAIN = 10  # topic evening-out beyond this many replicas counts the same
+_FAR = 2.0  # a replica this many "near" widths from the ideal size ...
+_FAR_COST = 3  # ... counts as evening its topic out by this many replicas less (disk first)
 
 
 class BalanceGoal:
@@ -435,8 +438,8 @@ class ReplicaCountGoal(BalanceGoal):
 
     def _choose(self, run: Run, lst: list[tuple[float, int]], s: int, d: int, mean: _Means,
                 topics: _TopicIndex,
-                exhaustive: bool = False) -> tuple[int, int, int, int] | None:
-        """(index in lst, d, partition, topic crowding) of the best replica to move from s to d.
+                exhaustive: bool = False) -> tuple[int, int, int, float] | None:
+        """(index in lst, d, partition, topic gain) of the best replica to move from s to d.
 
         Looks at the sizes nearest the ideal one among the topics s holds most of compared with
         d, then at the sizes nearest the ideal one overall; ``exhaustive`` looks at every replica.
@@ -450,7 +453,7 @@ class ReplicaCountGoal(BalanceGoal):
         want_s = (st.disk[s] - mean.disk) / left_s
         want_d = (mean.disk - st.disk[d]) / left_d
         desired = max(0.0, (want_s + _TAKER_WEIGHT * want_d) / (1 + _TAKER_WEIGHT))
-        nb, topic, counts = st.nb, st.topic, st.topic_count
+        nb, topic, counts, means = st.nb, st.topic, st.topic_count, topics.mean
         best, best_key = None, None
         seen = 0
         # "Near the ideal size": within half of it, or of a typical replica when it is tiny.
@@ -460,11 +463,15 @@ class ReplicaCountGoal(BalanceGoal):
             if exhaustive:
                 yield from lst
                 return
-            # The topics s holds most of, when d holds at least two fewer: moving one evens
-            # the topic out (its max - min shrinks once s stops being its fullest broker).
-            for t in topics.fullest(s)[:_TOPICS]:
+            # The topics s holds most more of than its share, when d holds at least two fewer:
+            # moving one evens the topic out.
+            found = 0
+            for t in topics.fullest(s)[:_TOPIC_SCAN]:
                 if counts[t * nb + s] - counts.get(t * nb + d, 0) >= 2:
                     yield from _around(topics.on[t * nb + s], desired, 2)
+                    found += 1
+                    if found == _TOPICS:
+                        break
             yield from _around(lst, desired, _NEAREST)
             # Partitions of one topic have similar sizes, so the nearest sizes can all be one
             # topic that d already has enough of: then sample the size range around the ideal.
@@ -474,17 +481,22 @@ class ReplicaCountGoal(BalanceGoal):
                         yield x, p
 
         for x, p in candidates():
-            if best_key is not None and best_key[0] <= 0:
+            if best_key is not None and best_key[0] < 0:
                 seen += 1
-                if seen > 8 or best_key[1] <= 0.2 * near:
+                if seen > 8 or best_key[2] <= 0.2 * near:
                     break  # nearest first: later sizes only win on a topic bonus; enough looked
             t = topic[p]
             on_d, on_s = counts.get(t * nb + d, 0), counts[t * nb + s]
-            # Negative is good: the move evens out the topic, by more the further apart s and d
-            # hold it (the sum of squared counts drops by 2 x (on_s - on_d - 1)).
-            crowding = max(-_GAIN, min(_GAIN, on_d + 1 - on_s))
+            # Negative is good: by how much further apart s and d hold the topic (the sum of
+            # squared counts drops by 2 x (on_s - on_d - 1)), less for a size far from the
+            # ideal one; then how much closer to the topic's mean both end up (-2 at best).
+            m = means[t]
+            crowding = abs(on_s - 1 - m) - abs(on_s - m) + abs(on_d + 1 - m) - abs(on_d - m)
+            gain = max(-_GAIN, min(_GAIN, on_d + 1 - on_s))
             err = abs(x - desired)
-            key = (crowding, err, x, p)  # equal balance: the smaller replica
+            if err > _FAR * near:
+                gain += _FAR_COST
+            key = (gain, crowding, err, x, p)  # equal balance: the smaller replica
             if best_key is not None and key >= best_key:
                 continue  # cheap: only a better key faces the vetoes
             if not run.can_move(p, s, d):
@@ -505,6 +517,11 @@ class _TopicIndex:
 
     def __init__(self, st: WorkingState, cands: dict[int, list[tuple[float, int]]]) -> None:
         self.st = st
+        # Each topic's replicas per broker of the group, on average (the balanced count).
+        totals: dict[int, int] = {}
+        for p in range(st.np):
+            totals[st.topic[p]] = totals.get(st.topic[p], 0) + len(st.replicas[p])
+        self.mean = {t: c / max(1, len(cands)) for t, c in totals.items()}
         self.on: dict[int, list[tuple[float, int]]] = {}
         nb = st.nb
         for b, lst in cands.items():
@@ -519,8 +536,9 @@ class _TopicIndex:
     def fullest(self, b: int) -> list[int]:
         if self._age.get(b, _REORDER) >= _REORDER:
             st, nb = self.st, self.st.nb
+            mean = self.mean
             self._order[b] = sorted(self._topics.get(b, ()),
-                                    key=lambda t: -st.topic_count.get(t * nb + b, 0))
+                                    key=lambda t: mean[t] - st.topic_count.get(t * nb + b, 0))
             self._age[b] = 0
         return self._order[b]
 

@@ -117,10 +117,13 @@ class TopicGoal:
         return out
 
     def measure(self, run: Run) -> dict[str, float]:
+        """Worst topic's max - min, the sum over topics (issue 9's spread; "worse" if it grew),
+        and the topics with a broker out of bounds."""
         spread = self._spread(run)
         worst = max((hi - lo for hi, lo, _ in spread.values()), default=0)
+        total = sum(hi - lo for hi, lo, _ in spread.values())
         bad_topics = sum(1 for _, _, bad in spread.values() if bad)
-        return {"max_minus_min": worst, "topics_out_of_bounds": bad_topics}
+        return {"max_minus_min": worst, "sum_max_minus_min": total, "topics_out_of_bounds": bad_topics}
 
     def imbalance(self, run: Run) -> float:
         return float(sum(bad for _, _, bad in self._spread(run).values()))
