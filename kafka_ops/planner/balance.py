@@ -21,9 +21,9 @@ from kafka_ops.planner.state import WorkingState
 _SCAN = 24  # candidates examined around the ideal size before settling for the best seen
 _NEAREST = 32  # replicas nearest the ideal size the replica count goal weighs per move
 _TAKER_WEIGHT = 10.0  # how much more the receiving broker's disk wish counts than the giver's
-_TOPICS = 12  # a source's fullest topics the replica count goal weighs per move
-_TOPIC_SCAN = 400  # ... looked for among this many of them (the rest the taker has enough of)
-_REORDER = 16  # moves off a broker before its fullest-topics order is recomputed
+_TOPICS = 4  # a source's fullest topics the replica count goal weighs per move
+_TOPIC_SCAN = 100  # ... looked for among this many of them (the rest the taker has enough of)
+_REORDER = 32  # moves off a broker before its fullest-topics order is recomputed
 _GAIN = 10  # topic evening-out beyond this many replicas counts the same
 _FAR = 2.0  # a replica this many "near" widths from the ideal size ...
 _FAR_COST = 3  # ... counts as evening its topic out by this many replicas less (disk first)
@@ -458,6 +458,7 @@ class ReplicaCountGoal(BalanceGoal):
         seen = 0
         # "Near the ideal size": within half of it, or of a typical replica when it is tiny.
         near = 0.5 * max(desired, lst[len(lst) // 2][0] if lst else 0.0)
+        far = _FAR * near
 
         def candidates():
             if exhaustive:
@@ -466,9 +467,12 @@ class ReplicaCountGoal(BalanceGoal):
             # The topics s holds most more of than its share, when d holds at least two fewer:
             # moving one evens the topic out.
             found = 0
-            for t in topics.fullest(s)[:_TOPIC_SCAN]:
-                if counts[t * nb + s] - counts.get(t * nb + d, 0) >= 2:
-                    yield from _around(topics.on[t * nb + s], desired, 2)
+            ks, kd = s, d
+            on = topics.on
+            for t in topics.fullest(s):
+                key = t * nb
+                if counts[key + ks] - counts.get(key + kd, 0) >= 2:
+                    yield from _around(on[key + ks], desired, 2)
                     found += 1
                     if found == _TOPICS:
                         break
@@ -490,15 +494,18 @@ class ReplicaCountGoal(BalanceGoal):
             # Negative is good: by how much further apart s and d hold the topic (the sum of
             # squared counts drops by 2 x (on_s - on_d - 1)), less for a size far from the
             # ideal one; then how much closer to the topic's mean both end up (-2 at best).
+            gain = on_d + 1 - on_s
+            gain = -_GAIN if gain < -_GAIN else (_GAIN if gain > _GAIN else gain)
+            err = abs(x - desired)
+            if err > far:
+                gain += _FAR_COST
+            if best_key is not None and gain > best_key[0]:
+                continue  # cheap: only a better key faces the vetoes
             m = means[t]
             crowding = abs(on_s - 1 - m) - abs(on_s - m) + abs(on_d + 1 - m) - abs(on_d - m)
-            gain = max(-_GAIN, min(_GAIN, on_d + 1 - on_s))
-            err = abs(x - desired)
-            if err > _FAR * near:
-                gain += _FAR_COST
             key = (gain, crowding, err, x, p)  # equal balance: the smaller replica
             if best_key is not None and key >= best_key:
-                continue  # cheap: only a better key faces the vetoes
+                continue
             if not run.can_move(p, s, d):
                 continue
             best, best_key = p, key
@@ -536,9 +543,14 @@ class _TopicIndex:
     def fullest(self, b: int) -> list[int]:
         if self._age.get(b, _REORDER) >= _REORDER:
             st, nb = self.st, self.st.nb
-            mean = self.mean
-            self._order[b] = sorted(self._topics.get(b, ()),
-                                    key=lambda t: mean[t] - st.topic_count.get(t * nb + b, 0))
+            mean, counts = self.mean, st.topic_count
+            # A topic b holds one replica of never evens out by leaving b: dropped for good
+            # (b only gives in this goal; what it receives could not move again anyway).
+            topics = [t for t in self._topics.get(b, ()) if counts.get(t * nb + b, 0) >= 2]
+            self._topics[b] = topics
+            excess = [counts.get(t * nb + b, 0) - mean[t] for t in topics]
+            order = sorted(range(len(topics)), key=excess.__getitem__, reverse=True)
+            self._order[b] = [topics[i] for i in order[:_TOPIC_SCAN]]
             self._age[b] = 0
         return self._order[b]
 

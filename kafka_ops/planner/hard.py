@@ -405,8 +405,15 @@ class CapacityGoal(HardGoal):
         limits = [self.limits(run, b) for b in range(st.nb)]
         if all(lim[0] == float("inf") and lim[1] == float("inf") for lim in limits):
             return None
+        # The smallest limits of each group's live brokers: most partitions fit under them all.
+        smallest = []
+        for group in st.groups:
+            live = [limits[b] for b in group.brokers if st.eligible[b]]
+            smallest.append((min((lim[0] for lim in live), default=0.0),
+                             min((lim[1] for lim in live), default=0.0)))
         for p in range(st.np):
-            if not run.partition_movable[p]:
+            disk, net_in = smallest[st.group_of(p)]
+            if (st.size[p] <= disk and st.bytes_in[p] <= net_in) or not run.partition_movable[p]:
                 continue
             reps = st.replicas[p]
             group = st.groups[st.group_of(p)]
