@@ -21,7 +21,7 @@ from kafka_ops.planner.state import WorkingState
 _SCAN = 24  # candidates examined around the ideal size before settling for the best seen
 _NEAREST = 32  # replicas nearest the ideal size the replica count goal weighs per move
 _TAKER_WEIGHT = 10.0  # how much more the receiving broker's disk wish counts than the giver's
-_TOPICS = 4  # a source's fullest topics the replica count goal weighs per move
+_TOPICS = 8  # a source's fullest topics the replica count goal weighs per move
 _TOPIC_SCAN = 100  # ... looked for among this many of them (the rest the taker has enough of)
 _REORDER = 32  # moves off a broker before its fullest-topics order is recomputed
 _GAIN = 10  # topic evening-out beyond this many replicas counts the same
