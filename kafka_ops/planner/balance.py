@@ -23,6 +23,7 @@ _NEAREST = 32  # replicas nearest the ideal size the replica count goal weighs p
 _TAKER_WEIGHT = 10.0  # how much more the receiving broker's disk wish counts than the giver's
 _TOPICS = 8  # a source's fullest topics the replica count goal weighs per move
 _TOPIC_SCAN = 100  # ... looked for among this many of them (the rest the taker has enough of)
+_MISSES = 16  # ... giving up after this many in a row that the taker holds enough of
 _REORDER = 32  # moves off a broker before its fullest-topics order is recomputed
 _GAIN = 10  # topic evening-out beyond this many replicas counts the same
 _FAR = 2.0  # a replica this many "near" widths from the ideal size ...
@@ -466,7 +467,7 @@ class ReplicaCountGoal(BalanceGoal):
                 return
             # The topics s holds most more of than its share, when d holds at least two fewer:
             # moving one evens the topic out.
-            found = 0
+            found = misses = 0
             ks, kd = s, d
             on = topics.on
             for t in topics.fullest(s):
@@ -474,8 +475,13 @@ class ReplicaCountGoal(BalanceGoal):
                 if counts[key + ks] - counts.get(key + kd, 0) >= 2:
                     yield from _around(on[key + ks], desired, 2)
                     found += 1
+                    misses = 0
                     if found == _TOPICS:
                         break
+                else:
+                    misses += 1
+                    if misses == _MISSES:
+                        break  # d holds its share of s's fullest topics: the rest are less full
             yield from _around(lst, desired, _NEAREST)
             # Partitions of one topic have similar sizes, so the nearest sizes can all be one
             # topic that d already has enough of: then sample the size range around the ideal.
