@@ -21,7 +21,13 @@ from kafka_ops.planner.state import WorkingState
 _SCAN = 24  # candidates examined around the ideal size before settling for the best seen
 _NEAREST = 32  # replicas nearest the ideal size the replica count goal weighs per move
 _TAKER_WEIGHT = 10.0  # how much more the receiving broker's disk wish counts than the giver's
-_FAR = 3  # crowding added for a replica whose size is far from the ideal one
+_TOPICS = 8  # a source's fullest topics the replica count goal weighs per move
+_TOPIC_SCAN = 100  # ... looked for among this many of them (the rest the taker has enough of)
+_MISSES = 16  # ... giving up after this many in a row that the taker holds enough of
+_REORDER = 32  # moves off a broker before its fullest-topics order is recomputed
+_GAIN = 10  # topic evening-out beyond this many replicas counts the same
+_FAR = 2.0  # a replica this many "near" widths from the ideal size ...
+_FAR_COST = 3  # ... counts as evening its topic out by this many replicas less (disk first)
 
 
 class BalanceGoal:
@@ -99,6 +105,16 @@ class BalanceGoal:
             return True
         x = self.item_load(run.state, p, True)
         return self._ok(run, {old: -x, new: x})
+
+    def accepts_leaderships(self, run: Run, changes: Sequence[Move]) -> bool:
+        if not self.leader_only:
+            return True
+        deltas: dict[int, float] = {}
+        for p, old, new in changes:
+            x = self.item_load(run.state, p, True)
+            deltas[old] = deltas.get(old, 0) - x
+            deltas[new] = deltas.get(new, 0) + x
+        return self._ok(run, deltas)
 
     # -- reporting -----------------------------------------------------------------------
     def measure(self, run: Run) -> dict[str, float]:
@@ -364,7 +380,7 @@ class ReplicaCountGoal(BalanceGoal):
         lo, hi = self.bounds(run, g)
         n = len(brokers)
         mean = _Means(sum(st.count[b] for b in brokers) / n, sum(st.disk[b] for b in brokers) / n)
-        topic_range = _topic_ranges(st, g, n)
+        topics = _TopicIndex(st, cands)
         # First brokers above the upper bound give to the emptiest; then brokers below the lower
         # bound take from the fullest. Each move fixes one unit of imbalance: the count minimum.
         for limit in (hi, lo):
@@ -388,7 +404,7 @@ class ReplicaCountGoal(BalanceGoal):
                     tried = []
                     for _ in range(min(2, len(heap))):
                         tried.append(heapq.heappop(heap))
-                        c = self._choose(run, cands[s], s, tried[-1][1], mean, topic_range)
+                        c = self._choose(run, cands[s], s, tried[-1][1], mean, topics)
                         if c and (chosen is None or c[3] < chosen[3]):
                             chosen = c
                         if chosen and chosen[3] <= 0:
@@ -401,7 +417,7 @@ class ReplicaCountGoal(BalanceGoal):
                 if chosen is None:
                     # Rare (rack and capacity vetoes): every replica of s against every taker.
                     for d in sorted(b for heap in dsts.values() for _, b in heap):
-                        chosen = self._choose(run, cands[s], s, d, mean, topic_range,
+                        chosen = self._choose(run, cands[s], s, d, mean, topics,
                                               exhaustive=True)
                         if chosen:
                             heap = dsts[st.rack[d]]
@@ -415,17 +431,19 @@ class ReplicaCountGoal(BalanceGoal):
                     return
                 st.move(p, s, d)
                 del cands[s][i]
+                topics.forget(s, p)
                 if st.count[s] > limit:
                     heapq.heappush(srcs, (-st.count[s], s))
                 if st.count[d] < limit:
                     heapq.heappush(dsts[st.rack[d]], (st.count[d], d))
 
     def _choose(self, run: Run, lst: list[tuple[float, int]], s: int, d: int, mean: _Means,
-                topic_range: dict[int, tuple[int, int]],
-                exhaustive: bool = False) -> tuple[int, int, int, int] | None:
-        """(index in lst, d, partition, topic crowding) of the best replica to move from s to d.
+                topics: _TopicIndex,
+                exhaustive: bool = False) -> tuple[int, int, int, float] | None:
+        """(index in lst, d, partition, topic gain) of the best replica to move from s to d.
 
-        Looks at the sizes nearest the ideal one; ``exhaustive`` looks at every replica.
+        Looks at the sizes nearest the ideal one among the topics s holds most of compared with
+        d, then at the sizes nearest the ideal one overall; ``exhaustive`` looks at every replica.
         """
         st = run.state
         # Each side wants the size that spreads its disk gap over its remaining moves. The
@@ -436,47 +454,119 @@ class ReplicaCountGoal(BalanceGoal):
         want_s = (st.disk[s] - mean.disk) / left_s
         want_d = (mean.disk - st.disk[d]) / left_d
         desired = max(0.0, (want_s + _TAKER_WEIGHT * want_d) / (1 + _TAKER_WEIGHT))
-        nb, topic, counts = st.nb, st.topic, st.topic_count
+        nb, topic, counts, means = st.nb, st.topic, st.topic_count, topics.mean
         best, best_key = None, None
         seen = 0
         # "Near the ideal size": within half of it, or of a typical replica when it is tiny.
         near = 0.5 * max(desired, lst[len(lst) // 2][0] if lst else 0.0)
+        far = _FAR * near
 
         def candidates():
             if exhaustive:
                 yield from lst
                 return
+            # The topics s holds most more of than its share, when d holds at least two fewer:
+            # moving one evens the topic out.
+            found = misses = 0
+            ks, kd = s, d
+            on = topics.on
+            for t in topics.fullest(s):
+                key = t * nb
+                if counts[key + ks] - counts.get(key + kd, 0) >= 2:
+                    yield from _around(on[key + ks], desired, 2)
+                    found += 1
+                    misses = 0
+                    if found == _TOPICS:
+                        break
+                else:
+                    misses += 1
+                    if misses == _MISSES:
+                        break  # d holds its share of s's fullest topics: the rest are less full
             yield from _around(lst, desired, _NEAREST)
             # Partitions of one topic have similar sizes, so the nearest sizes can all be one
-            # topic that d already has enough of: then sample the size range around the ideal
-            # (not beyond: disk balance outranks topic spread).
+            # topic that d already has enough of: then sample the size range around the ideal.
             if best_key is None or best_key[0] > 0:
                 for x, p in lst[:: max(1, len(lst) // (2 * _SCAN))]:
                     if abs(x - desired) <= near:
                         yield x, p
 
         for x, p in candidates():
-            if best_key is not None and best_key[0] <= 0:
+            if best_key is not None and best_key[0] < 0:
                 seen += 1
-                if seen > 8 or best_key[1] <= 0.2 * near:
+                if seen > 8 or best_key[2] <= 0.2 * near:
                     break  # nearest first: later sizes only win on a topic bonus; enough looked
             t = topic[p]
-            lo, hi = topic_range[t]
             on_d, on_s = counts.get(t * nb + d, 0), counts[t * nb + s]
-            # Negative is good: the move also evens out the topic (s has too many, d too few).
-            crowding = (max(0, on_d + 1 - hi) + max(0, lo - on_s + 1) - (on_d < lo) - (on_s > hi))
+            # Negative is good: by how much further apart s and d hold the topic (the sum of
+            # squared counts drops by 2 x (on_s - on_d - 1)), less for a size far from the
+            # ideal one; then how much closer to the topic's mean both end up (-2 at best).
+            gain = on_d + 1 - on_s
+            gain = -_GAIN if gain < -_GAIN else (_GAIN if gain > _GAIN else gain)
             err = abs(x - desired)
-            if err > near:
-                crowding += _FAR  # a far size only wins over a topic already crowding d
-            key = (crowding, err, x, p)  # equal balance: the smaller replica
-            if best_key is not None and key >= best_key:
+            if err > far:
+                gain += _FAR_COST
+            if best_key is not None and gain > best_key[0]:
                 continue  # cheap: only a better key faces the vetoes
+            m = means[t]
+            crowding = abs(on_s - 1 - m) - abs(on_s - m) + abs(on_d + 1 - m) - abs(on_d - m)
+            key = (gain, crowding, err, x, p)  # equal balance: the smaller replica
+            if best_key is not None and key >= best_key:
+                continue
             if not run.can_move(p, s, d):
                 continue
             best, best_key = p, key
         if best is None:
             return None
         return bisect_left(lst, (st.size[best], best)), d, best, best_key[0]
+
+
+class _TopicIndex:
+    """Per broker and topic, the movable replicas by size; per broker, its topics fullest first.
+
+    Lets the replica count goal look at the replicas of the topics a source holds most of
+    without scanning all of its replicas. The fullest-first order is refreshed every
+    ``_REORDER`` moves off the broker (a heuristic order: stale by a few replicas at most).
+    """
+
+    def __init__(self, st: WorkingState, cands: dict[int, list[tuple[float, int]]]) -> None:
+        self.st = st
+        # Each topic's replicas per broker of the group, on average (the balanced count).
+        totals: dict[int, int] = {}
+        for p in range(st.np):
+            totals[st.topic[p]] = totals.get(st.topic[p], 0) + len(st.replicas[p])
+        self.mean = {t: c / max(1, len(cands)) for t, c in totals.items()}
+        self.on: dict[int, list[tuple[float, int]]] = {}
+        nb = st.nb
+        for b, lst in cands.items():
+            for x, p in lst:  # already by size
+                self.on.setdefault(st.topic[p] * nb + b, []).append((x, p))
+        self._topics: dict[int, list[int]] = {}
+        for key in self.on:
+            self._topics.setdefault(key % nb, []).append(key // nb)
+        self._order: dict[int, list[int]] = {}
+        self._age: dict[int, int] = {}
+
+    def fullest(self, b: int) -> list[int]:
+        if self._age.get(b, _REORDER) >= _REORDER:
+            st, nb = self.st, self.st.nb
+            mean, counts = self.mean, st.topic_count
+            # A topic b holds one replica of never evens out by leaving b: dropped for good
+            # (b only gives in this goal; what it receives could not move again anyway).
+            topics = [t for t in self._topics.get(b, ()) if counts.get(t * nb + b, 0) >= 2]
+            self._topics[b] = topics
+            excess = [counts.get(t * nb + b, 0) - mean[t] for t in topics]
+            order = sorted(range(len(topics)), key=excess.__getitem__, reverse=True)
+            self._order[b] = [topics[i] for i in order[:_TOPIC_SCAN]]
+            self._age[b] = 0
+        return self._order[b]
+
+    def forget(self, b: int, p: int) -> None:
+        lst = self.on.get(self.st.topic[p] * self.st.nb + b)
+        if lst:
+            i = bisect_left(lst, (self.st.size[p], p))
+            if i < len(lst) and lst[i][1] == p:
+                del lst[i]
+        self._age[b] = self._age.get(b, 0) + 1
 
 
 def _topic_leader_ranges(st: WorkingState, g: int, n: int) -> dict[int, tuple[int, int]]:
@@ -494,13 +584,3 @@ class _Means(NamedTuple):
 
     count: float
     disk: float
-
-
-def _topic_ranges(st: WorkingState, g: int, n: int) -> dict[int, tuple[int, int]]:
-    """Replicas per broker of each topic of group g if spread evenly: (floor, ceil)."""
-    totals: dict[int, int] = {}
-    for p in range(st.np):
-        t = st.topic[p]
-        if st.group_of_topic[t] == g:
-            totals[t] = totals.get(t, 0) + len(st.replicas[p])
-    return {t: (c // n, -(-c // n)) for t, c in totals.items()}

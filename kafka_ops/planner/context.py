@@ -7,16 +7,36 @@ left — lives here, in one object per run, so planning the same input twice giv
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kafka_ops.planner.state import WorkingState
 
-if TYPE_CHECKING:
-    from kafka_ops.planner.goals import Goal
-
 Move = tuple[int, int, int]  # (partition index, source broker index, destination broker index)
+
+
+class Goal(Protocol):
+    """What the optimizer needs of every goal: fix, veto, report.
+
+    Declared here, beside the Run that holds the vetoing goals, so the goal modules depend on
+    this one and never the other way round (goals.py only registers them).
+    """
+
+    name: str
+    hard: bool
+
+    def optimize(self, run: Run) -> None: ...
+
+    def accepts(self, run: Run, moves: Sequence[Move]) -> bool: ...
+
+    def accepts_leadership(self, run: Run, p: int, old: int, new: int) -> bool: ...
+
+    def accepts_leaderships(self, run: Run, changes: Sequence[Move]) -> bool:
+        """Leadership changes (partition, old leader, new leader) that only make sense together."""
+        ...
+
+    def measure(self, run: Run) -> dict[str, float]: ...
 
 
 @dataclass(frozen=True)
@@ -178,6 +198,25 @@ class Run:
             return False
         old = self.state.replicas[p][0]
         return all(g.accepts_leadership(self, p, old, new) for g in self.vetoes)
+
+    def try_lead_swap(self, a: tuple[int, int], b: tuple[int, int]) -> bool:
+        """Two leadership changes (partition, new leader) judged together, both or none.
+
+        A trade keeps both brokers' leader counts: p passes from s to d while q passes from d to
+        s. Each alone may break an earlier goal's bounds; together they may not.
+        """
+        st = self.state
+        changes = [(p, st.replicas[p][0], new) for p, new in (a, b)]
+        if a[0] == b[0] or not all(self.partition_movable[p] and self.dst_ok[new]
+                                   for p, _, new in changes):
+            return False
+        if not all(g.accepts_leaderships(self, changes) for g in self.vetoes):
+            return False
+        if not self.room_for_leader_change(2):
+            return False
+        st.make_leader(*a)
+        st.make_leader(*b)
+        return True
 
     def try_lead(self, p: int, new: int) -> bool:
         if not self.can_lead(p, new) or not self.room_for_leader_change():

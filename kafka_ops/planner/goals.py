@@ -6,12 +6,11 @@ are stateless, so one instance serves every run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Protocol
 
 from kafka_ops.errors import ValidationError
 from kafka_ops.planner.balance import BalanceGoal, ReplicaCountGoal
-from kafka_ops.planner.context import Move, Run
+from kafka_ops.planner.context import Goal, Run
 from kafka_ops.planner.hard import (
     BrokerExclusionsGoal,
     HardGoal,
@@ -21,21 +20,6 @@ from kafka_ops.planner.hard import (
     RackAwarenessGoal,
 )
 from kafka_ops.planner.topic import TopicGoal
-
-
-class Goal(Protocol):
-    """What the optimizer needs of every goal: fix, veto, report."""
-
-    name: str
-    hard: bool
-
-    def optimize(self, run: Run) -> None: ...
-
-    def accepts(self, run: Run, moves: Sequence[Move]) -> bool: ...
-
-    def accepts_leadership(self, run: Run, p: int, old: int, new: int) -> bool: ...
-
-    def measure(self, run: Run) -> dict[str, float]: ...
 
 
 class SoftGoal(Goal, Protocol):

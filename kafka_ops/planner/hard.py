@@ -31,6 +31,10 @@ class HardGoal:
     def accepts_leadership(self, run: Run, p: int, old: int, new: int) -> bool:
         return True
 
+    def accepts_leaderships(self, run: Run, changes: Sequence[Move]) -> bool:
+        """Hard rules hold for each change on its own (conservative for capacity)."""
+        return all(self.accepts_leadership(run, p, old, new) for p, old, new in changes)
+
     def violations(self, run: Run) -> list[str]:
         return []
 
@@ -64,7 +68,7 @@ def relocate(run: Run, goal: HardGoal, p: int, src: int, required: bool = True) 
     if required:
         raise ValidationError(
             f"{goal.name}: no broker can take the replica of {st.tps[p]} on broker "
-            f"{st.broker_ids[src]}{why_no_broker(run, p, src)}"
+            f"{st.broker_ids[src]}{why_no_broker(run, p, src, retarget=True)}"
         )
     return False
 
@@ -123,8 +127,12 @@ def rack_limit(run: Run, p: int, rf: int | None = None) -> int:
     return run.memo[key]
 
 
-def why_no_broker(run: Run, p: int, src: int) -> str:
-    """Which rules rejected the brokers p's replica on src could go to, for an error message."""
+def why_no_broker(run: Run, p: int, src: int, retarget: bool = False) -> str:
+    """Which rules rejected the brokers p's replica on src could go to, for an error message.
+
+    ``retarget`` as in Run.can_move: the caller's own rule, so the reasons match what it tried.
+    A capacity rejection names the resource that has no room.
+    """
     st = run.state
     group = st.groups[st.group_of(p)]
     if p in st.in_flight:
@@ -141,12 +149,15 @@ def why_no_broker(run: Run, p: int, src: int) -> str:
         if not st.eligible[b]:
             reasons["dead or excluded"] += 1
             continue
-        if not run.mode_allows(p, src, b):
+        if not run.mode_allows(p, src, b, retarget):
             reasons["the plan's mode or the partition's original brokers"] += 1
             continue
         for g in run.vetoes:
             if not g.accepts(run, ((p, src, b),)):
-                reasons[f"rejected by {g.name}"] += 1
+                if isinstance(g, CapacityGoal):
+                    reasons[f"without {g.full(run, p, src, b)} room (capacity)"] += 1
+                else:
+                    reasons[f"rejected by {g.name}"] += 1
                 break
         else:
             reasons["max_moves/max_bytes caps"] += 1
@@ -369,6 +380,68 @@ class CapacityGoal(HardGoal):
             run.memo[key] = limits
         return run.memo[key][b]
 
+    NAMES = ("disk", "network in", "network out", "replica count")
+
+    def full(self, run: Run, p: int, src: int, dst: int) -> str:
+        """The resource of dst that has no room for p's replica from src (for error messages)."""
+        st = run.state
+        out = st.leader_out(p) if st.replicas[p][0] == src else 0.0
+        need = (st.size[p], st.bytes_in[p], out, 1)
+        for name, v, dv, lim in zip(self.NAMES, self._loads(st, dst), need, self.limits(run, dst)):
+            if dv > 0 and v + dv > lim:
+                return name
+        return "enough"
+
+    def unplaceable(self, run: Run) -> str | None:
+        """The first movable partition too big for its pool on its own, as an error message.
+
+        A replica of a partition whose size (or bytes-in) is above a broker's limit can never
+        be on that broker; if fewer of the pool's live brokers can hold it than it has replicas
+        (counting at most the rack limit per rack), no plan exists, whatever else moves. An
+        exact check for one partition at a time: says which partition, which limit, which
+        brokers fall short.
+        """
+        st = run.state
+        limits = [self.limits(run, b) for b in range(st.nb)]
+        if all(lim[0] == float("inf") and lim[1] == float("inf") for lim in limits):
+            return None
+        # The smallest limits of each group's live brokers: most partitions fit under them all.
+        smallest = []
+        for group in st.groups:
+            live = [limits[b] for b in group.brokers if st.eligible[b]]
+            smallest.append((min((lim[0] for lim in live), default=0.0),
+                             min((lim[1] for lim in live), default=0.0)))
+        for p in range(st.np):
+            disk, net_in = smallest[st.group_of(p)]
+            if (st.size[p] <= disk and st.bytes_in[p] <= net_in) or not run.partition_movable[p]:
+                continue
+            reps = st.replicas[p]
+            group = st.groups[st.group_of(p)]
+            live = [b for b in group.brokers
+                    if st.eligible[b] and (run.dst_ok[b] or b in reps)]
+            fit = [b for b in live if st.size[p] <= limits[b][0] and st.bytes_in[p] <= limits[b][1]]
+            if len(fit) == len(live):
+                continue
+            per_rack = Counter(st.rack[b] for b in fit)
+            limit = rack_limit(run, p)
+            if sum(min(n, limit) for n in per_rack.values()) >= len(reps):
+                continue
+            short = [b for b in live if b not in fit]
+            gib = 1024**3
+            detail = ", ".join(
+                f"broker {st.broker_ids[b]} "
+                + (f"disk limit {limits[b][0] / gib:.1f} GiB" if st.size[p] > limits[b][0]
+                   else f"network-in limit {limits[b][1]:.0f} B/s")
+                for b in short[:5]) + (f" and {len(short) - 5} more" if len(short) > 5 else "")
+            racks = "" if limit >= len(reps) else f" (rack_awareness: at most {limit} per rack)"
+            return (
+                f"capacity: {st.tps[p]} ({st.size[p] / gib:.1f} GiB, {st.bytes_in[p]:.0f} B/s in) "
+                f"needs {len(reps)} brokers with room for one replica, but only {len(fit)} of the "
+                f"{len(live)} live brokers in {group.name!r}{racks} have it: {detail} (limits are "
+                f"capacity x capacity_threshold)"
+            )
+        return None
+
     def _loads(self, st: WorkingState, b: int) -> tuple[float, float, float, float]:
         return (st.disk[b], st.net_in[b], st.net_out[b], st.count[b])
 
@@ -420,7 +493,7 @@ class CapacityGoal(HardGoal):
 
     def violations(self, run: Run) -> list[str]:
         st = run.state
-        names = ("disk", "network in", "network out", "replica count")
+        names = self.NAMES
         key = ("capacity_start", 0)
         if key not in run.memo:  # loads before the plan (the first measure is taken then)
             run.memo[key] = [self._loads(st, b) for b in range(st.nb)]

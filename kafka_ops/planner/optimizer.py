@@ -43,13 +43,25 @@ def check_room(run: Run, fixing: Iterable[HardGoal]) -> None:
     """Fail before planning when a hard goal is impossible, naming the partition and the gap.
 
     A partition whose replica must leave a broker (dead, excluded, outside its pool) needs as
-    many live brokers in its pool as it has replicas; with fewer, no plan exists.
+    many live brokers in its pool as it has replicas; with fewer, no plan exists. A partition
+    needs as many brokers whose disk and network limits can hold one of its replicas.
     """
-    st = run.state
     names = {g.name for g in fixing}
-    pools = "pool_membership" in names
-    if not names & {"broker_exclusions", "pool_membership"} or run.leadership_only:
+    if run.leadership_only:
         return
+    capacity = next((g for g in fixing if isinstance(g, CapacityGoal)), None)
+    pools = "pool_membership" in names
+    if names & {"broker_exclusions", "pool_membership"}:
+        _check_live_brokers(run, pools)
+    if capacity is not None:
+        problem = capacity.unplaceable(run)
+        if problem:
+            raise ValidationError(problem)
+
+
+def _check_live_brokers(run: Run, pools: bool) -> None:
+    """The pool-size half of check_room (first: the more basic gap)."""
+    st = run.state
     live = [sum(1 for b in g.brokers if st.eligible[b]) for g in st.groups]
     for p in range(st.np):
         if not run.partition_movable[p]:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from kafka_ops.planner.context import Move, Run
 
 _TAKERS = 4  # emptiest brokers tried per surplus replica: further ones rarely accept either
+_TRADES = 64  # partitions a follower leads that are weighed for a leadership trade
 
 
 def _topic_totals(run: Run) -> tuple[list[int], list[int]]:
@@ -87,6 +88,16 @@ class TopicGoal:
         t = run.state.topic[p]
         return self._ok(run, {(t, old): -1, (t, new): 1})
 
+    def accepts_leaderships(self, run: Run, changes: Sequence[Move]) -> bool:
+        if not self.leaders:
+            return True
+        deltas: dict[tuple[int, int], int] = {}
+        for p, old, new in changes:
+            t = run.state.topic[p]
+            deltas[t, old] = deltas.get((t, old), 0) - 1
+            deltas[t, new] = deltas.get((t, new), 0) + 1
+        return self._ok(run, deltas)
+
     def _spread(self, run: Run) -> dict[int, tuple[int, int, int]]:
         """Per topic of a balanced group: (max, min, brokers out of bounds) over live brokers."""
         st = run.state
@@ -106,10 +117,13 @@ class TopicGoal:
         return out
 
     def measure(self, run: Run) -> dict[str, float]:
+        """Worst topic's max - min, the sum over topics (issue 9's spread; "worse" if it grew),
+        and the topics with a broker out of bounds."""
         spread = self._spread(run)
         worst = max((hi - lo for hi, lo, _ in spread.values()), default=0)
+        total = sum(hi - lo for hi, lo, _ in spread.values())
         bad_topics = sum(1 for _, _, bad in spread.values() if bad)
-        return {"max_minus_min": worst, "topics_out_of_bounds": bad_topics}
+        return {"max_minus_min": worst, "sum_max_minus_min": total, "topics_out_of_bounds": bad_topics}
 
     def imbalance(self, run: Run) -> float:
         return float(sum(bad for _, _, bad in self._spread(run).values()))
@@ -130,12 +144,24 @@ class TopicGoal:
         for b, parts in enumerate(per_broker):
             for p in parts:
                 on.setdefault(st.topic[p] * st.nb + b, []).append(p)
+        trades = _leader_pairs(run) if self.leaders else {}
         for t, (_, _, bad) in sorted(self._spread(run).items()):
             if not bad:
                 continue
             lo, hi = self.bounds(run, t)
             key = t * st.nb
             brokers = run.group_brokers(st.group_of_topic[t])
+            if self.leaders:
+                for s in brokers:
+                    while counts.get(key + s, 0) > hi and self._pass_leader(run, t, s, on, trades):
+                        pass
+                for d in brokers:  # then fill the brokers below the bound from those above it
+                    while counts.get(key + d, 0) < lo and self._pass_leader(run, t, d, on, trades,
+                                                                            pull=True):
+                        pass
+                if run.capped:
+                    return
+                continue
             takers = [(counts.get(key + b, 0), b) for b in brokers if counts.get(key + b, 0) < hi]
             heapq.heapify(takers)
             for s in brokers:
@@ -149,6 +175,51 @@ class TopicGoal:
                         break
                 if run.capped:
                     return
+
+    def _pass_leader(self, run: Run, t: int, b: int, on: dict[int, list[int]],
+                     trades: dict[tuple[int, int], list[int]], pull: bool = False) -> bool:
+        """Pass one leadership of topic t from b to a follower with room for it (``pull``: from
+        a leader with leaders of t to spare to b, a follower short of them).
+
+        Directly if the earlier goals allow it; else as a trade: the new leader d hands the old
+        one s the leadership of a partition of another topic u in return, chosen so that u gets
+        no worse (even better when d leads too many of u). A trade keeps both brokers' leader
+        counts, which the leader count goal has already evened out.
+        """
+        st = run.state
+        nb, counts = st.nb, st.topic_leaders
+        lo, hi = self.bounds(run, t)
+        if pull:  # (partition, old leader s, new leader b) with s above the lower bound
+            options = [(p, st.replicas[p][0], b) for p in on.get(t * nb + b, ())
+                       if st.replicas[p][0] != b and b in st.replicas[p]
+                       and counts.get(t * nb + st.replicas[p][0], 0) - 1 >= lo]
+        else:  # (partition, b, new leader d) with d below the upper bound
+            options = [(p, b, d) for p in on.get(t * nb + b, ()) if st.replicas[p][0] == b
+                       for d in st.replicas[p][1:] if counts.get(t * nb + d, 0) + 1 <= hi]
+        for p, s, d in options:
+            if run.try_lead(p, d):
+                trades.setdefault((d, s), []).append(p)
+                return True
+        for p, s, d in options:
+            best, best_gain = None, -1
+            for q in trades.get((d, s), ())[:_TRADES]:
+                reps = st.replicas[q]
+                u = st.topic[q]
+                if reps[0] != d or s not in reps or u == t:
+                    continue
+                u_lo, u_hi = self.bounds(run, u)
+                on_s, on_d = counts.get(u * nb + s, 0), counts.get(u * nb + d, 0)
+                if on_s + 1 > u_hi or on_d - 1 < u_lo:
+                    continue
+                gain = (on_d > u_hi) + (on_s < u_lo)
+                if gain > best_gain:
+                    best, best_gain = q, gain
+            if best is not None and run.try_lead_swap((p, d), (best, s)):
+                trades[d, s].remove(best)
+                trades.setdefault((s, d), []).append(best)
+                trades.setdefault((d, s), []).append(p)
+                return True
+        return False
 
     def _shed(self, run: Run, t: int, s: int, takers: list[int], on: dict[int, list[int]],
               by_size: dict[int, list[tuple[int, int]]]) -> bool:
@@ -177,6 +248,17 @@ class TopicGoal:
                         _forget(lst, q_size, q)
                         return True
         return False
+
+
+def _leader_pairs(run: Run) -> dict[tuple[int, int], list[int]]:
+    """(leader, follower) -> the movable partitions led by the one with a replica on the other."""
+    st = run.state
+    out: dict[tuple[int, int], list[int]] = {}
+    for p, reps in enumerate(st.replicas):
+        if run.partition_movable[p]:
+            for f in reps[1:]:
+                out.setdefault((reps[0], f), []).append(p)
+    return out
 
 
 def _forget(lst: list[tuple[int, int]], size: int, p: int) -> None:

@@ -10,9 +10,11 @@ balanced" apart from "no plan exists":
 A flow of sum(RF) is an assignment with every replica on a distinct live broker of the
 topic's pool, at most the rack limit per rack and no broker above its replica limit; any
 such assignment is such a flow. Disk capacity is bin packing (NP-hard), so brokers with a
-disk limit get two answers: a relaxation without disk limits (if even that fails, no plan
-exists) and a restriction in which brokers with a disk limit hold nothing (if that
-succeeds, a plan exists). In between the verdict is "unknown".
+disk limit get two answers: a relaxation in which a broker may take any replica that fits
+its disk limit on its own (if even that fails, no plan exists; a partition that cannot be
+placed that way even alone is named) and a restriction in which brokers with a disk limit
+hold nothing (if that succeeds, a plan exists). In between the verdict is "unknown". The disk
+limit is capacity x ``disk_threshold`` (the planner's default capacity threshold, 0.8).
 
 The rack rule, restated independently: a partition with RF replicas in a pool whose live
 brokers form racks of sizes n_r may hold at most L replicas per rack, L the smallest number
@@ -23,7 +25,7 @@ without a rack is a rack of its own.
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kafka_ops.model import ClusterModel, Partition, TopicPartition
@@ -108,7 +110,7 @@ def check_hard_goals(before: ClusterModel, after: ClusterModel, pools: PoolSet |
 
 
 def feasibility(cluster: ClusterModel, pools: PoolSet | None = None,
-                max_replicas_per_broker: int | None = None) -> Verdict:
+                max_replicas_per_broker: int | None = None, disk_threshold: float = 0.8) -> Verdict:
     """Whether any assignment meets the hard goals (see the module docstring)."""
     fixed: Counter[int] = Counter()
     movable: list[Partition] = []
@@ -128,10 +130,21 @@ def feasibility(cluster: ClusterModel, pools: PoolSet | None = None,
     if not _flow_places_all(cluster, pools, movable, room):
         return Verdict(False, "replica count capacity: the brokers' max_replicas_per_broker "
                               "leaves too little room")
-    # Brokers with a disk limit might be unable to take any given replica: without them.
     limited = {b for b, broker in cluster.brokers.items() if broker.capacity.disk_bytes}
     if not limited:
         return Verdict(True)
+
+    def fits(p: Partition, b: int) -> bool:
+        disk = cluster.brokers[b].capacity.disk_bytes
+        return not disk or p.size_bytes <= disk * disk_threshold
+
+    too_big = [p.tp for p in movable if not _flow_places_all(cluster, pools, [p], room, fits)]
+    if too_big:
+        return Verdict(False, f"disk capacity: {too_big[0]} does not fit on enough brokers",
+                       tuple(too_big))
+    if not _flow_places_all(cluster, pools, movable, room, fits):
+        return Verdict(False, "disk capacity: too few brokers can hold the largest partitions")
+    # Brokers with a disk limit might be unable to take any given replica: without them.
     if _flow_places_all(cluster, pools, movable, {b: 0 if b in limited else r
                                                   for b, r in room.items()}):
         return Verdict(True)
@@ -139,7 +152,8 @@ def feasibility(cluster: ClusterModel, pools: PoolSet | None = None,
 
 
 def _flow_places_all(cluster: ClusterModel, pools: PoolSet | None, parts: list[Partition],
-                     room: Mapping[int, int]) -> bool:
+                     room: Mapping[int, int],
+                     fits: Callable[[Partition, int], bool] | None = None) -> bool:
     graph = _Flow()
     graph.add("s", "t", 0)
     need = 0
@@ -152,7 +166,8 @@ def _flow_places_all(cluster: ClusterModel, pools: PoolSet | None, parts: list[P
         for rack in {rack_key(cluster, b) for b in allowed}:
             graph.add(("p", i), ("r", i, rack), limit)
         for b in allowed:
-            graph.add(("r", i, rack_key(cluster, b)), ("b", b), 1)
+            if fits is None or fits(p, b):
+                graph.add(("r", i, rack_key(cluster, b)), ("b", b), 1)
     for b, r in room.items():
         graph.add(("b", b), "t", r)
     return graph.max_flow("s", "t") == need

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 
 from kafka_ops.errors import ValidationError
-from kafka_ops.model import Broker, ClusterModel, Partition
+from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition, TopicPartition
 from kafka_ops.planner import PlannerOptions, plan_rebalance
 from kafka_ops.pools import Pool, PoolSet
 from kafka_ops.testing.feasibility import check_hard_goals, feasibility
@@ -31,10 +31,6 @@ def plan(cluster: ClusterModel, pools: PoolSet | None, max_replicas: int | None)
     return plan_rebalance(cluster, pools, PlannerOptions(max_replicas_per_broker=max_replicas))
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "issue 9, open: found in the final fresh-clone run: t0-2 [0,2] in pool 'even' {0,2,4} with "
-    "broker 0 dead and broker 2 below the partition's size is refused, rightly (disk capacity), "
-    "but the error blames broker_exclusions and the plan's mode instead of capacity"))
 @SETTINGS
 @given(adversarial_clusters())
 def test_planner_agrees_with_the_feasibility_oracle(case) -> None:
@@ -101,6 +97,68 @@ def test_infeasible_pool_names_the_partition_and_what_is_missing() -> None:
         plan_rebalance(cluster, pools)
     message = str(error.value)
     assert "t-0" in message and "broker 3" in message and "only 2 live brokers" in message
+
+
+@pytest.mark.parametrize("pooled", [False, True])
+def test_partition_larger_than_the_only_broker_left_is_refused_naming_capacity(pooled: bool) -> None:
+    # Found by the property test above (a fresh random run): broker 0 is dead, so t0-2 must sit
+    # on the two live brokers of its pool, and broker 2's disk limit (30 GiB x 0.8) is below the
+    # partition's 50 GiB. No plan exists; the error once blamed broker_exclusions and the plan's
+    # mode. It must name the partition, the rule (capacity) and the broker that falls short.
+    gib = 1024**3
+    brokers = [Broker(0, alive=False), Broker(1),
+               Broker(2, capacity=BrokerCapacity(disk_bytes=30 * gib)), Broker(3), Broker(4)]
+    if not pooled:  # the shrunk form: only brokers 0-2
+        brokers = brokers[:3]
+    parts = [Partition("t0", 0, (1, 2), 1, (1, 2)), Partition("t0", 1, (0, 1), 0, (0, 1)),
+             Partition("t0", 2, (0, 2), 0, (0, 2), size_bytes=50 * gib)]
+    pools = PoolSet([Pool("even", frozenset({0, 2, 4}), topics=("t0",)),
+                     Pool("odd", frozenset({1, 3}), topics=("t1",))]) if pooled else None
+    if pooled:
+        parts = [Partition("t0", 2, (0, 2), 0, (0, 2), size_bytes=50 * gib),
+                 Partition("t1", 0, (1, 3), 1, (1, 3), size_bytes=gib)]
+    cluster = ClusterModel(brokers, parts)
+    verdict = feasibility(cluster, pools)
+    assert verdict.feasible is False and verdict.partitions == (TopicPartition("t0", 2),)
+    with pytest.raises(ValidationError) as error:
+        plan_rebalance(cluster, pools)
+    message = str(error.value)
+    assert message.startswith("capacity: t0-2 (50.0 GiB")
+    assert "needs 2 brokers" in message and "only 1 of the 2 live brokers" in message
+    assert "broker 2 disk limit 24.0 GiB" in message
+    assert "broker_exclusions" not in message and "mode" not in message
+
+
+def test_a_pool_too_small_is_named_before_a_partition_too_big() -> None:
+    # Found by a fresh random run of the property test: two reasons, both real. The pool that
+    # cannot hold t0-0 at all is the more basic gap and is named first (as the oracle does).
+    gib = 1024**3
+    brokers = [Broker(0), Broker(1, capacity=BrokerCapacity(disk_bytes=30 * gib)),
+               Broker(2, alive=False), Broker(3), Broker(4, alive=False), Broker(5)]
+    pools = PoolSet([Pool("even", frozenset({0, 2, 4}), topics=("t0",)),
+                     Pool("odd", frozenset({1, 3, 5}), topics=("t1",))])
+    cluster = ClusterModel(brokers, [
+        Partition("t0", 0, (0, 2), 0, (0,)),
+        Partition("t1", 0, (1, 3, 5), 1, (1, 3, 5), size_bytes=50 * gib)])
+    verdict = feasibility(cluster, pools)
+    assert verdict.feasible is False and verdict.partitions == (TopicPartition("t0", 0),)
+    with pytest.raises(ValidationError, match=r"^broker_exclusions: t0-0 has 2 replicas .* only 1 live"):
+        plan_rebalance(cluster, pools)
+
+
+def test_partition_too_big_for_most_brokers_moves_to_one_that_can_hold_it() -> None:
+    # The capacity pre-check is exact per partition: enough brokers can hold it, so it plans.
+    gib = 1024**3
+    small = BrokerCapacity(disk_bytes=30 * gib)
+    brokers = [Broker(0, alive=False), Broker(1, capacity=small), Broker(2, capacity=small),
+               Broker(3), Broker(4)]
+    cluster = ClusterModel(brokers, [
+        Partition("t", 0, (0, 3), 0, (0, 3), size_bytes=50 * gib),
+        *(Partition("t", i, (1, 2), 1, (1, 2), size_bytes=gib) for i in range(1, 4))])
+    result = plan_rebalance(cluster)
+    after = cluster.with_assignment(result.plan.replicas)
+    assert sorted(after.partitions[("t", 0)].replicas) == [3, 4]
+    assert check_hard_goals(cluster, after) == []
 
 
 def test_in_flight_partition_is_skipped_and_planned_from_its_target() -> None:

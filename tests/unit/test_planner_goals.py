@@ -37,7 +37,10 @@ def test_rack_violation_that_capacity_forbids_fixing_names_both_goals() -> None:
     full = BrokerCapacity(disk_bytes=GiB)  # 80% of 1 GiB cannot take a 1 GiB replica
     brokers = [Broker(0, "r0"), Broker(1, "r0"), Broker(2, "r1", capacity=full)]
     c = ClusterModel(brokers, [part("t", 0, (0, 1))])
-    with pytest.raises(ValidationError, match=r"^rack_awareness: .*t-0.*capacity"):
+    # Only one broker in r0 may hold t-0 and broker 2 (r1) is too small: exact before planning.
+    with pytest.raises(ValidationError, match=r"^capacity: t-0 .*only 2 of the 3 live brokers in "
+                                              r"'cluster' \(rack_awareness: at most 1 per rack\)"
+                                              r".*broker 2 disk limit 0.8 GiB"):
         plan_rebalance(c)
 
 
@@ -146,3 +149,19 @@ def test_topic_swaps_spread_a_topic_that_single_moves_cannot() -> None:
         on = [sum(1 for p in after.topic(topic) if b in p.replicas) for b in (0, 1)]
         assert on == [2, 2]
     assert swapped.summary.replica_moves == 4
+
+
+def test_topic_leaders_are_evened_out_by_trades_that_keep_leader_counts() -> None:
+    # Each broker leads two partitions (leader counts already even), but all of topic a's on
+    # broker 0 and all of b's on broker 1. A single transfer would break the leader count
+    # goal's bounds; a trade (a-0 to broker 1, b-0 to broker 0) keeps them.
+    brokers = [Broker(0, "r0"), Broker(1, "r1")]
+    c = ClusterModel(brokers, [part("a", 0, (0, 1)), part("a", 1, (0, 1)),
+                               part("b", 0, (1, 0)), part("b", 1, (1, 0))])
+    result = plan_rebalance(c)
+    after = c.with_assignment(result.plan.replicas)
+    for topic in ("a", "b"):
+        assert sorted(after.partitions[(topic, i)].replicas[0] for i in (0, 1)) == [0, 1]
+    assert result.plan.replicas and all(sorted(r) == [0, 1] for r in result.plan.replicas.values())
+    dispersion = next(g for g in result.summary.goals if g.name == "topic_leader_dispersion")
+    assert dispersion.after["topics_out_of_bounds"] == 0
