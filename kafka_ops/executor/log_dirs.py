@@ -261,14 +261,22 @@ def _name(key: Replica) -> str:
 
 def verify_dir_moves(backend: Any, plan: ReassignmentPlan) -> list[tuple[Replica, str, str]]:
     """Kafka's verify of the plan's log_dirs: per replica ``completed``, ``in_progress`` or
-    ``failed`` (not being moved there, or not found) with the tool's message."""
+    ``failed`` (not being moved there, or not found) with the tool's message, and ``offline``
+    for a replica whose broker is down: only live brokers are asked (a down broker cannot answer
+    DescribeLogDirs, and one of them must not fail the verify of all the others, e.g. when a run
+    paused because a broker died is made safe)."""
     moves = log_dir_moves(plan)
     if not moves:
         return []
-    described = backend.describe_log_dirs(sorted({b for _, b in moves}))
+    alive = set(backend.describe_partitions([]).alive_broker_ids)
+    described = backend.describe_log_dirs(sorted({b for _, b in moves} & alive))
     out = []
     for (tp, b), target in sorted(moves.items()):
         replica = f"{tp.topic}-{tp.partition}-{b}"
+        if b not in alive:
+            out.append(((tp, b), "offline", f"Broker {b} is offline: the log dir of replica "
+                                            f"{replica} cannot be checked."))
+            continue
         d = described.get(b)
         current = d.replicas.get(tp) if d else None
         future = d.futures.get(tp) if d else None

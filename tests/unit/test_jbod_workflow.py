@@ -214,6 +214,22 @@ def test_verify_reports_moves_in_progress_and_keeps_throttles_until_done(backend
     assert result.complete and "Reassignment of replica t-0-1 completed successfully." in result.messages
 
 
+def test_verify_with_a_broker_down_reports_it_and_still_clears_throttles(backend, clock, tmp_path):
+    """A run paused because a broker died is made safe by verify + clear: the down broker cannot
+    answer DescribeLogDirs, so its replicas read ``offline`` (not complete) while the live
+    brokers are still verified and every throttle goes."""
+    plan = ReassignmentPlan({TP("t", 0): (1, 2), TP("t", 2): (3, 1)},
+                            {TP("t", 0): ("/disk3", "any"), TP("t", 2): ("/disk2", "any")})
+    wf.start_execution(backend, plan, tmp_path, {"log_dirs_throttle": MB, "poll_interval": 1.0},
+                       clock=clock.now)
+    run_steps(backend, tmp_path, clock)
+    backend.cluster.stop_broker(3)
+    result = wf.verify_and_clear_throttles(backend, plan)
+    assert result.log_dirs == {"t-0-1": "completed", "t-2-3": "offline"} and not result.complete
+    assert "Broker 3 is offline: the log dir of replica t-2-3 cannot be checked." in result.messages
+    assert result.throttles_cleared and dir_throttled(backend) == []
+
+
 def test_rerunning_a_finished_log_dir_plan_writes_nothing(backend, clock, tmp_path):
     plan = ReassignmentPlan({TP("t", 0): (1, 2)}, {TP("t", 0): ("/disk3", "any")})
     request = {"log_dirs_throttle": MB, "poll_interval": 1.0, "elect_leaders": False}
