@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import NamedTuple
 
 from kafka_ops.planner.context import Move, Run
@@ -183,7 +183,8 @@ class BalanceGoal:
                 pairs = [(s, w) for s in sorted(brokers, key=lambda b: (-load[b], b)) if load[s] > mean]
             for src, dst in pairs:
                 delta = min(load[src] - mean, mean - load[dst])
-                action = self._best_move(run, cands, src, dst, delta, load[src] - load[dst])
+                action: tuple[Move, ...] | None = self._best_move(run, cands, src, dst, delta,
+                                                                  load[src] - load[dst])
                 if action is None:
                     action = self._best_swap(run, cands, src, dst, delta, load[src] - load[dst])
                 if action is not None:
@@ -266,7 +267,7 @@ class BalanceGoal:
                     if best_key is None or key < best_key:
                         if run.can_lead(p, new_leader):
                             best, best_key = (p, new_leader), key
-                if self.integer and best is not None and best_key[1] <= 0 and (
+                if self.integer and best is not None and best_key is not None and best_key[1] <= 0 and (
                         load[best[1]] < lo if above else load[st.replicas[best[0]][0]] > hi):
                     break  # a transfer between a broker above and one below: none is better
             if best is None:
@@ -322,8 +323,8 @@ class BalanceGoal:
             return None
         steps = []  # (partition, new leader), far end first
         b = end
-        while parent[b] is not None:
-            p, a = parent[b]
+        while (link := parent[b]) is not None:
+            p, a = link
             steps.append((p, b) if above else (p, a))
             b = a
         return steps if above else steps[::-1]
@@ -334,7 +335,7 @@ def _apply_chain(run: Run, steps: list[tuple[int, int]]) -> bool:
     st = run.state
     if not run.room_for_leader_change(len(steps)):
         return False
-    done = []
+    done: list[tuple[int, int]] = []
     for p, new in steps:
         if not run.can_lead(p, new):
             for q, old in reversed(done):
@@ -345,7 +346,8 @@ def _apply_chain(run: Run, steps: list[tuple[int, int]]) -> bool:
     return True
 
 
-def _around(lst: list[tuple[float, int]], target: float, n: int = _SCAN):
+def _around(lst: Sequence[tuple[float, int]], target: float,
+            n: int = _SCAN) -> Iterator[tuple[float, int]]:
     """Up to n entries of a sorted (load, partition) list, nearest to target first."""
     i = bisect_left(lst, (target, -1))
     lo, hi = i - 1, i
@@ -437,7 +439,7 @@ class ReplicaCountGoal(BalanceGoal):
                 if st.count[d] < limit:
                     heapq.heappush(dsts[st.rack[d]], (st.count[d], d))
 
-    def _choose(self, run: Run, lst: list[tuple[float, int]], s: int, d: int, mean: _Means,
+    def _choose(self, run: Run, lst: Sequence[tuple[float, int]], s: int, d: int, mean: _Means,
                 topics: _TopicIndex,
                 exhaustive: bool = False) -> tuple[int, int, int, float] | None:
         """(index in lst, d, partition, topic gain) of the best replica to move from s to d.
@@ -449,8 +451,8 @@ class ReplicaCountGoal(BalanceGoal):
         # Each side wants the size that spreads its disk gap over its remaining moves. The
         # taker's wish weighs more: what it receives can never move again in this plan, while
         # the giver's leftover replicas can still be traded by the disk goal.
-        left_s = max(1.0, st.count[s] - mean.count)
-        left_d = max(1.0, mean.count - st.count[d])
+        left_s = max(1.0, st.count[s] - mean.replicas)
+        left_d = max(1.0, mean.replicas - st.count[d])
         want_s = (st.disk[s] - mean.disk) / left_s
         want_d = (mean.disk - st.disk[d]) / left_d
         desired = max(0.0, (want_s + _TAKER_WEIGHT * want_d) / (1 + _TAKER_WEIGHT))
@@ -461,7 +463,7 @@ class ReplicaCountGoal(BalanceGoal):
         near = 0.5 * max(desired, lst[len(lst) // 2][0] if lst else 0.0)
         far = _FAR * near
 
-        def candidates():
+        def candidates() -> Iterator[tuple[float, int]]:
             if exhaustive:
                 yield from lst
                 return
@@ -517,6 +519,7 @@ class ReplicaCountGoal(BalanceGoal):
             best, best_key = p, key
         if best is None:
             return None
+        assert best_key is not None  # set together with best
         return bisect_left(lst, (st.size[best], best)), d, best, best_key[0]
 
 
@@ -528,7 +531,7 @@ class _TopicIndex:
     ``_REORDER`` moves off the broker (a heuristic order: stale by a few replicas at most).
     """
 
-    def __init__(self, st: WorkingState, cands: dict[int, list[tuple[float, int]]]) -> None:
+    def __init__(self, st: WorkingState, cands: Mapping[int, Sequence[tuple[float, int]]]) -> None:
         self.st = st
         # Each topic's replicas per broker of the group, on average (the balanced count).
         totals: dict[int, int] = {}
@@ -582,5 +585,5 @@ def _topic_leader_ranges(st: WorkingState, g: int, n: int) -> dict[int, tuple[in
 class _Means(NamedTuple):
     """Per-broker replica count and disk bytes of a group, on average."""
 
-    count: float
+    replicas: float  # not ``count``: that would shadow tuple.count
     disk: float

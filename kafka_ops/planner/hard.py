@@ -214,7 +214,7 @@ class BrokerExclusionsGoal(HardGoal):
 
     def violations(self, run: Run) -> list[str]:
         st, ids = run.state, run.state.broker_ids
-        out = []
+        out: list[str] = []
         for p in range(st.np):
             if not run.partition_movable[p]:
                 continue
@@ -307,8 +307,11 @@ class RackAwarenessGoal(HardGoal):
                 return
         for src in srcs:
             rack = st.rack[src]
-            if make_room_and_move(run, p, src, lambda b, rack=rack: st.rack[b] != rack
-                                  and per_rack[st.rack[b]] < limit, retarget=True):
+
+            def fits(b: int, rack: int = rack) -> bool:
+                return st.rack[b] != rack and per_rack[st.rack[b]] < limit
+
+            if make_room_and_move(run, p, src, fits, retarget=True):
                 return
         src = srcs[0]
         racks = {st.rack[b] for b in group.brokers if st.eligible[b]}
@@ -408,9 +411,9 @@ class CapacityGoal(HardGoal):
         # The smallest limits of each group's live brokers: most partitions fit under them all.
         smallest = []
         for group in st.groups:
-            live = [limits[b] for b in group.brokers if st.eligible[b]]
-            smallest.append((min((lim[0] for lim in live), default=0.0),
-                             min((lim[1] for lim in live), default=0.0)))
+            live_limits = [limits[b] for b in group.brokers if st.eligible[b]]
+            smallest.append((min((lim[0] for lim in live_limits), default=0.0),
+                             min((lim[1] for lim in live_limits), default=0.0)))
         for p in range(st.np):
             disk, net_in = smallest[st.group_of(p)]
             if (st.size[p] <= disk and st.bytes_in[p] <= net_in) or not run.partition_movable[p]:
@@ -476,7 +479,7 @@ class CapacityGoal(HardGoal):
         delta: dict[int, list[float]] = {}
         for p, src, dst in moves:
             out = st.leader_out(p) if st.replicas[p][0] == src else 0.0
-            d = (st.size[p], st.bytes_in[p], out, 1)
+            d: Sequence[float] = (st.size[p], st.bytes_in[p], out, 1)
             for b, sign in ((src, -1), (dst, 1)):
                 acc = delta.setdefault(b, [0.0, 0.0, 0.0, 0.0])
                 for i in range(4):
@@ -502,7 +505,7 @@ class CapacityGoal(HardGoal):
         if not over:
             return []
         on = run.movable_replicas()
-        out = []
+        out: list[str] = []
         for b in over:
             first = start[b]
             # Over the limit is a violation if the plan could move something off the broker,

@@ -137,8 +137,8 @@ def optimize(
         prepare(run)
     check_room(run, fixing)
     try:
-        for goal in fixing:
-            goal.optimize(run)
+        for hard_goal in fixing:
+            hard_goal.optimize(run)
         check_hard_goals(run, fixing)
     except ValidationError as greedy:
         if fix is not None or prepare is not None:
