@@ -400,10 +400,17 @@ def wait_until(condition, timeout: float = 5.0) -> None:
 
 
 def refused(port: int) -> bool:
+    """True once nothing listens on ``port``.
+
+    A connect that races the listener's close can land in its backlog and be reset rather than
+    refused; that is the transition, not the end state, so it reads as "not yet".
+    """
     try:
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
     except ConnectionRefusedError:
         return True
+    except ConnectionResetError:
+        return False
     return False
 
 
