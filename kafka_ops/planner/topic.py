@@ -7,14 +7,12 @@ leaders) divided by the live brokers of its pool, rounded outwards.
 
 from __future__ import annotations
 
-import heapq
 import math
-from bisect import bisect_left
 from collections.abc import Sequence
 
 from kafka_ops.planner.context import Move, Run
+from kafka_ops.planner.topic_swaps import _BYTES_CAP, _MOVES_CAP, TopicSpreader, plan_bounds
 
-_TAKERS = 4  # emptiest brokers tried per surplus replica: further ones rarely accept either
 _TRADES = 64  # partitions a follower leads that are weighed for a leadership trade
 
 
@@ -130,51 +128,47 @@ class TopicGoal:
 
     # -- optimisation --------------------------------------------------------------------
     def optimize(self, run: Run) -> None:
-        """Take replicas (leaders) of each topic off brokers above the topic's upper bound.
+        """Even out each topic over the brokers of its group, worst topic first.
 
-        Brokers below the lower bound are filled only as a side effect: a broker missing a
-        topic is the common case on a grown cluster, and fixing each one would cost a swap.
+        Replicas by count-neutral swaps (topic_swaps.py); leaders by transfers between the
+        replicas of a partition, or trades that keep both brokers' leader counts.
         """
         st = run.state
+        spread = self._spread(run)
+        worst = sorted((t for t, (_, _, bad) in spread.items() if bad),
+                       key=lambda t: (spread[t][1] - spread[t][0], t))
+        if not self.leaders:
+            by_group: dict[int, list[int]] = {}
+            for t in worst:
+                by_group.setdefault(st.group_of_topic[t], []).append(t)
+            if run.leadership_only or not by_group:
+                return
+            caps = None
+            if not run.options.topic_swaps:  # within a budget above the plan's lower bounds
+                moves, nbytes = plan_bounds(run)
+                caps = (max(st.moves, int(_MOVES_CAP * moves)), max(st.moved_bytes, int(_BYTES_CAP * nbytes)))
+            for g, topics in sorted(by_group.items()):
+                TopicSpreader(run, g, lambda t: self.bounds(run, t), caps).spread(topics)
+            return
         counts = self._counts(run)
-        per_broker = run.replicas_on() if self.leaders else run.movable_replicas()
-        by_size = {} if self.leaders else {b: sorted((st.size[p], p) for p in parts)
-                                           for b, parts in enumerate(per_broker)}
         on: dict[int, list[int]] = {}  # topic * brokers + broker -> partitions
-        for b, parts in enumerate(per_broker):
+        for b, parts in enumerate(run.replicas_on()):
             for p in parts:
                 on.setdefault(st.topic[p] * st.nb + b, []).append(p)
-        trades = _leader_pairs(run) if self.leaders else {}
-        for t, (_, _, bad) in sorted(self._spread(run).items()):
-            if not bad:
-                continue
+        trades = _leader_pairs(run)
+        for t in worst:
             lo, hi = self.bounds(run, t)
             key = t * st.nb
             brokers = run.group_brokers(st.group_of_topic[t])
-            if self.leaders:
-                for s in brokers:
-                    while counts.get(key + s, 0) > hi and self._pass_leader(run, t, s, on, trades):
-                        pass
-                for d in brokers:  # then fill the brokers below the bound from those above it
-                    while counts.get(key + d, 0) < lo and self._pass_leader(run, t, d, on, trades,
-                                                                            pull=True):
-                        pass
-                if run.capped:
-                    return
-                continue
-            takers = [(counts.get(key + b, 0), b) for b in brokers if counts.get(key + b, 0) < hi]
-            heapq.heapify(takers)
             for s in brokers:
-                while counts.get(key + s, 0) > hi and takers:
-                    emptiest = [heapq.heappop(takers) for _ in range(min(_TAKERS, len(takers)))]
-                    done = self._shed(run, t, s, [b for _, b in emptiest], on, by_size)
-                    for _, b in emptiest:
-                        if counts.get(key + b, 0) < hi:
-                            heapq.heappush(takers, (counts.get(key + b, 0), b))
-                    if not done or run.capped:
-                        break
-                if run.capped:
-                    return
+                while counts.get(key + s, 0) > hi and self._pass_leader(run, t, s, on, trades):
+                    pass
+            for d in brokers:  # then fill the brokers below the bound from those above it
+                while counts.get(key + d, 0) < lo and self._pass_leader(run, t, d, on, trades,
+                                                                        pull=True):
+                    pass
+            if run.capped:
+                return
 
     def _pass_leader(self, run: Run, t: int, b: int, on: dict[int, list[int]],
                      trades: dict[tuple[int, int], list[int]], pull: bool = False) -> bool:
@@ -221,34 +215,6 @@ class TopicGoal:
                 return True
         return False
 
-    def _shed(self, run: Run, t: int, s: int, takers: list[int], on: dict[int, list[int]],
-              by_size: dict[int, list[tuple[int, int]]]) -> bool:
-        """Move one replica (or leadership) of topic t off broker s to one of the takers."""
-        st = run.state
-        mine = [p for p in on.get(t * st.nb + s, ()) if s in st.replicas[p]
-                and (not self.leaders or st.replicas[p][0] == s)]
-        for d in takers:
-            for p in mine:
-                if self.leaders:
-                    if d in st.replicas[p] and run.try_lead(p, d):
-                        return True
-                    continue
-                if run.try_move(p, s, d):
-                    _forget(by_size[s], st.size[p], p)
-                    return True
-                if not run.options.topic_swaps:
-                    continue
-                # Earlier goals keep counts and disk level: trade for a similar replica of d.
-                lst = by_size[d]
-                i = bisect_left(lst, (st.size[p], -1))
-                for q_size, q in lst[max(0, i - 3):i + 3]:
-                    a, b = (p, s, d), (q, d, s)
-                    if st.movable(q, d) and self.accepts(run, (a, b)) and run.try_swap(a, b):
-                        _forget(by_size[s], st.size[p], p)
-                        _forget(lst, q_size, q)
-                        return True
-        return False
-
 
 def _leader_pairs(run: Run) -> dict[tuple[int, int], list[int]]:
     """(leader, follower) -> the movable partitions led by the one with a replica on the other."""
@@ -259,9 +225,3 @@ def _leader_pairs(run: Run) -> dict[tuple[int, int], list[int]]:
             for f in reps[1:]:
                 out.setdefault((reps[0], f), []).append(p)
     return out
-
-
-def _forget(lst: list[tuple[int, int]], size: int, p: int) -> None:
-    i = bisect_left(lst, (size, p))
-    if i < len(lst) and lst[i] == (size, p):
-        del lst[i]
