@@ -27,6 +27,7 @@ from kafka_ops.planner.hard import rack_limit
 _MOVES_CAP = 1.09
 _BYTES_CAP = 1.095
 _TAKERS = 6  # brokers tried per surplus replica
+_FREE_TAKERS = 3  # ... for a free swap (most brokers have none to offer)
 _CAME = 48  # replicas an earlier goal moved onto b that are weighed as b's half of a free swap
 _WINDOW = 4  # replicas of b nearest in size to a's that are weighed in a paid swap
 _SMALL = 6  # ... and of b's smallest replicas (a paid swap costs bytes)
@@ -85,6 +86,8 @@ class _Index:
         self.by_size: dict[int, list[tuple[int, int]]] = {b: [] for b in brokers}
         self.came: dict[tuple[int, int], list[int]] = {}
         self.moved_in: dict[int, list[int]] = {b: [] for b in brokers}  # b not in the original
+        self.came_to: dict[int, set[int]] = {b: set() for b in brokers}  # a -> the b of came
+        self.came_from: dict[int, set[int]] = {b: set() for b in brokers}  # b -> the a of came
         for p, reps in enumerate(st.replicas):
             if not run.partition_movable[p] or group_of_topic[st.topic[p]] != g:
                 continue
@@ -100,6 +103,9 @@ class _Index:
                     self.moved_in[b].append(p)
                     for a in left:
                         self.came.setdefault((b, a), []).append(p)
+                        if a in members:
+                            self.came_to[a].add(b)
+                            self.came_from[b].add(a)
         for lst in self.by_size.values():
             lst.sort()
 
@@ -117,6 +123,9 @@ class _Index:
             for a in orig:
                 if a not in st.replicas[p]:
                     self.came.setdefault((dst, a), []).append(p)
+                    if a in self.came_to:
+                        self.came_to[a].add(dst)
+                        self.came_from[dst].add(a)
 
 
 class TopicSpreader:
@@ -187,7 +196,7 @@ class TopicSpreader:
     def _pass(self, topics: Sequence[int]) -> None:
         """Swap replicas of each topic off brokers above its upper bound, then onto brokers
         below its lower bound; again while a round changes anything."""
-        for _ in range(2):
+        for _ in range(2 if self.paid else 1):  # free swaps are rare: one look each
             changed = False
             for t in topics:
                 lo, hi = self.bounds(t)
@@ -213,12 +222,10 @@ class TopicSpreader:
         rack, index = self.st.rack, self.index
         if self.paid:
             takers = [b for b in self.brokers if b != a and self.count(t, b) < hi]
-        else:  # a free swap needs a replica that moved onto b (from a, or onto a too)
-            any_in = bool(self._moved_on(t, a))
-            takers = [b for b in self.brokers if b != a and self.count(t, b) < hi
-                      and (index.came.get((b, a)) or (any_in and index.moved_in[b]))]
+        else:  # a free swap needs a replica that an earlier goal moved from a to b
+            takers = [b for b in index.came_to[a] if self.count(t, b) < hi]
         takers.sort(key=lambda b: (rack[b] != rack[a], self.count(t, b), b))
-        return any(self._swap(t, a, b) for b in takers[:_TAKERS])
+        return any(self._swap(t, a, b) for b in takers[:_TAKERS if self.paid else _FREE_TAKERS])
 
     def _fill(self, t: int, b: int, lo: int) -> bool:
         """One replica of t onto b (below the bound) from a broker with one to spare."""
@@ -226,14 +233,9 @@ class TopicSpreader:
         if self.paid:
             givers = [a for a in self.brokers if a != b and self.count(t, a) > lo]
         else:
-            givers = [a for a in self.brokers if a != b and self.count(t, a) > lo
-                      and (index.came.get((b, a)) or (index.moved_in[b] and self._moved_on(t, a)))]
+            givers = [a for a in index.came_from[b] if self.count(t, a) > lo]
         givers.sort(key=lambda a: (rack[b] != rack[a], -self.count(t, a), a))
-        return any(self._swap(t, a, b) for a in givers[:_TAKERS])
-
-    def _moved_on(self, t: int, a: int) -> list[int]:
-        orig = self.st.original
-        return [p for p in self.index.on.get(t * self.nb + a, ()) if a not in orig[p]]
+        return any(self._swap(t, a, b) for a in givers[:_TAKERS if self.paid else _FREE_TAKERS])
 
     # -- one swap ------------------------------------------------------------------------
     def _cost(self, p: int, src: int, dst: int) -> int:
