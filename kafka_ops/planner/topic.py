@@ -250,10 +250,10 @@ class TopicGoal:
             if rq[0] != d:
                 continue
             for x in rq[1:]:
-                r = into_s.get(x)
-                if r is None or r == q or st.topic[r] == st.topic[q] or not ok(q, d, x):
+                back = into_s.get(x)
+                if back is None or back == q or st.topic[back] == st.topic[q] or not ok(q, d, x):
                     continue
-                changes = [(p, s, d), (q, d, x), (r, x, s)]
+                changes = [(p, s, d), (q, d, x), (back, x, s)]
                 if not all(g.accepts_leaderships(run, changes) for g in run.vetoes):
                     continue
                 if not run.room_for_leader_change(3):
