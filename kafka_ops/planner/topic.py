@@ -14,6 +14,7 @@ from kafka_ops.planner.context import Move, Run
 from kafka_ops.planner.topic_swaps import _BYTES_CAP, _MOVES_CAP, TopicSpreader, plan_bounds
 
 _TRADES = 64  # partitions a follower leads that are weighed for a leadership trade
+_TOP = ("topic_leader_top", 0)  # run.memo key: the leader loads' highest at the goal's start
 _CYCLES = 2  # (partition, new leader) options tried as a triangle when no trade is found
 
 
@@ -161,6 +162,8 @@ class TopicGoal:
             for p in parts:
                 on.setdefault(st.topic[p] * st.nb + b, []).append(p)
         trades = _leader_pairs(run)
+        run.memo[_TOP] = {r: max((st.load(r)[b] for b in range(st.nb) if st.eligible[b]), default=0.0)
+                          for r in ("network_out", "leader_bytes_in")}
         for t in worst:
             lo, hi = self.bounds(run, t)
             key = t * st.nb
@@ -174,6 +177,23 @@ class TopicGoal:
                     pass
             if run.capped:
                 return
+
+    @staticmethod
+    def _loads_ok(run: Run, changes: Sequence[Move]) -> bool:
+        """Leadership changes leave no broker's network out or leader bytes-in above the highest
+        at the goal's start (the earlier goals' bands would allow more: "not worse")."""
+        st = run.state
+        top = run.memo[_TOP]
+        for name, item in (("network_out", st.leader_out), ("leader_bytes_in", st.bytes_in.__getitem__)):
+            load = st.load(name)
+            delta: dict[int, float] = {}
+            for p, old, new in changes:
+                x = item(p)
+                delta[old] = delta.get(old, 0.0) - x
+                delta[new] = delta.get(new, 0.0) + x
+            if any(d > 0 and load[b] + d > top[name] for b, d in delta.items()):
+                return False
+        return True
 
     def _pass_leader(self, run: Run, t: int, b: int, on: dict[int, list[int]], on_broker: list[list[int]],
                      trades: dict[tuple[int, int], list[int]], pull: bool = False) -> bool:
@@ -196,7 +216,7 @@ class TopicGoal:
             options = [(p, b, d) for p in on.get(t * nb + b, ()) if st.replicas[p][0] == b
                        for d in st.replicas[p][1:] if counts.get(t * nb + d, 0) + 1 <= hi]
         for p, s, d in options:
-            if run.try_lead(p, d):
+            if self._loads_ok(run, [(p, s, d)]) and run.try_lead(p, d):
                 trades.setdefault((d, s), []).append(p)
                 return True
         for p, s, d in options:
@@ -213,7 +233,8 @@ class TopicGoal:
                 gain = (on_d > u_hi) + (on_s < u_lo)
                 if gain > best_gain:
                     best, best_gain = q, gain
-            if best is not None and run.try_lead_swap((p, d), (best, s)):
+            if (best is not None and self._loads_ok(run, [(p, s, d), (best, d, s)])
+                    and run.try_lead_swap((p, d), (best, s))):
                 trades[d, s].remove(best)
                 trades.setdefault((s, d), []).append(best)
                 trades.setdefault((d, s), []).append(p)
@@ -243,24 +264,21 @@ class TopicGoal:
             x = reps[r][0]
             if x != s and x != d and x not in into_s and ok(r, x, s):
                 into_s[x] = r
-        if not into_s:
-            return False
-        for q in on_broker[d]:
-            rq = reps[q]
-            if rq[0] != d:
-                continue
-            for x in rq[1:]:
-                back = into_s.get(x)
-                if back is None or back == q or st.topic[back] == st.topic[q] or not ok(q, d, x):
+        for x, back in into_s.items():
+            # A partition d leads and x follows, from the trade index (entries may be stale).
+            for q in trades.get((d, x), ())[:_TRADES]:
+                rq = reps[q]
+                if rq[0] != d or x not in rq or q == back or st.topic[back] == st.topic[q] or not ok(q, d, x):
                     continue
                 changes = [(p, s, d), (q, d, x), (back, x, s)]
-                if not all(g.accepts_leaderships(run, changes) for g in run.vetoes):
+                if not (self._loads_ok(run, changes)
+                        and all(g.accepts_leaderships(run, changes) for g in run.vetoes)):
                     continue
                 if not run.room_for_leader_change(3):
                     return False
                 for part, _, new in changes:
                     st.make_leader(part, new)
-                for part, old, new in changes:
+                for part, old, new in changes:  # the trade index: new leads part, old follows
                     trades.setdefault((new, old), []).append(part)
                 return True
         return False

@@ -31,6 +31,7 @@ _FREE_TAKERS = 3  # ... for a free swap (most brokers have none to offer)
 _CAME = 48  # replicas an earlier goal moved onto b that are weighed as b's half of a free swap
 _WINDOW = 4  # replicas of b nearest in size to a's that are weighed in a paid swap
 _SMALL = 6  # ... and of b's smallest replicas (a paid swap costs bytes)
+_PARTS = 4  # replicas of the topic on a weighed per swap
 _TRIES = 8  # candidate swaps put to the vetoes per surplus replica
 
 
@@ -136,22 +137,34 @@ class TopicSpreader:
         st = run.state
         self.run, self.st, self.nb = run, st, st.nb
         self.brokers = run.group_brokers(g)
+        self.group = g
         self.bounds = bounds  # topic -> (lo, hi) replicas per broker
         self.counts = st.topic_count
         self.index = _Index(run, g, self.brokers)
         self.caps = caps  # (moves, bytes) the plan may reach; None: no limit
         self.paid = False  # the current pass: free swaps only, or any within the caps
+        self.log: list[Move] = []  # the moves of the current step of the paid pass
+        # What one moved replica and one moved byte are worth: a share of the room each cap
+        # leaves, so whichever budget is scarcer is spent more carefully.
+        room_moves = max(1, caps[0] - st.moves) if caps else max(1, st.np)
+        room_bytes = max(1, caps[1] - st.moved_bytes) if caps else max(1, sum(st.size))
+        self.per_move, self.per_byte = 1.0 / room_moves, 1.0 / room_bytes
+        # Disk and network-in end no worse than the earlier goals left them (their bands
+        # allow more): no broker above the group's highest load at the start.
+        self.top = {name: max(st.load(name)[b] for b in self.brokers) if self.brokers else 0.0
+                    for name in ("disk", "network_in", "network_out", "leader_bytes_in")}
 
     def count(self, t: int, b: int) -> int:
         return self.counts.get(t * self.nb + b, 0)
 
     # -- the drivers ---------------------------------------------------------------------
     def spread(self, topics: Sequence[int]) -> None:
-        """Free swaps for every topic first; then, while the budget lasts, paid ones where one
-        unit of the topic's max - min costs the fewest swaps (the fewest brokers at its max, or
-        at its min, to change)."""
+        """Free swaps for every topic first; then, while the budget lasts and the group's spread
+        is more than twice its floor (issue 9's target), paid ones where one unit of a topic's
+        max - min costs the fewest swaps (the fewest brokers at its max, or at its min)."""
         self._pass(topics)
-        if not self._budget_left():
+        total, floor = self._total()
+        if not self._budget_left() or total <= 2 * floor:
             return
         self.paid = True
         st = self.st
@@ -163,14 +176,38 @@ class TopicSpreader:
         for t in topics:
             k, side = self._steps(t)
             if k:
-                heap.append((k * size[t], side, t))
+                heap.append((k * self._unit(size[t]), side, t))
         heapq.heapify(heap)
         while heap and self._budget_left() and not self.run.capped:
             _, side, t = heapq.heappop(heap)
             if self._step(t, side):
+                total -= 1  # at least: u's counts stay between the two brokers' old ones
+                if total <= 2 * floor:
+                    return
                 k, side = self._steps(t)
                 if k:
-                    heapq.heappush(heap, (k * size[t], side, t))
+                    heapq.heappush(heap, (k * self._unit(size[t]), side, t))
+
+    def _total(self) -> tuple[int, int]:
+        """The group's sum over topics of max - min replicas per broker, and its floor: the
+        topics whose replicas do not divide evenly over the brokers."""
+        nb, n = self.nb, len(self.brokers)
+        members = set(self.brokers)
+        group_of_topic, g = self.st.group_of_topic, self.group
+        top: dict[int, int] = {}
+        held: dict[int, int] = {}
+        total: dict[int, int] = {}
+        for key, c in self.counts.items():
+            t, b = divmod(key, nb)
+            if c and b in members and group_of_topic[t] == g:
+                top[t] = max(top.get(t, 0), c)
+                held[t] = held.get(t, 0) + 1
+                total[t] = total.get(t, 0) + c
+        spread = 0
+        for t, hi in top.items():
+            low = 0 if held[t] < n else min(self.count(t, b) for b in self.brokers)
+            spread += hi - low
+        return spread, sum(1 for c in total.values() if c % n)
 
     def _steps(self, t: int) -> tuple[int, int]:
         """(swaps to lower t's max or raise its min by one, which: 1 max, -1 min); 0: done."""
@@ -184,14 +221,23 @@ class TopicSpreader:
         return n_bottom, -1
 
     def _step(self, t: int, side: int) -> bool:
-        """Every broker at t's max (side 1) or min (-1) one swap closer; False if one failed."""
+        """Every broker at t's max (side 1) or min (-1) one swap closer, or none: if one fails,
+        the swaps made for the others are taken back (they would cost moves for nothing)."""
         lo, hi = self.bounds(t)
         values = {b: self.count(t, b) for b in self.brokers}
+        self.log = []
         if side > 0:
             top = max(values.values())
-            return all(self._relieve(t, a, hi) for a, v in values.items() if v == top)
-        bottom = min(values.values())
-        return all(self._fill(t, b, lo) for b, v in values.items() if v == bottom)
+            done = all(self._relieve(t, a, hi) for a, v in values.items() if v == top)
+        else:
+            bottom = min(values.values())
+            done = all(self._fill(t, b, lo) for b, v in values.items() if v == bottom)
+        if not done:
+            for p, src, dst in reversed(self.log):
+                self.st.move(p, dst, src)
+                self.index.moved(self.run, p, dst, src)
+        self.log = []
+        return done
 
     def _pass(self, topics: Sequence[int]) -> None:
         """Swap replicas of each topic off brokers above its upper bound, then onto brokers
@@ -211,6 +257,11 @@ class TopicSpreader:
                     return
             if not changed:
                 return
+
+    def _unit(self, size: float) -> float:
+        """Rough price of one paid swap of a topic whose partitions are this large on average
+        (one replica original, the other one moved before: 1.5 moves, 2 sizes)."""
+        return 1.5 * self.per_move + 2 * size * self.per_byte
 
     def _budget_left(self) -> bool:
         if self.caps is None:
@@ -251,6 +302,8 @@ class TopicSpreader:
               if b not in st.replicas[p] and self._rack_ok(p, a, b)]
         if not ps:
             return False
+        if len(ps) > _PARTS:  # the cheapest to move first: moved before, then the smallest
+            ps = sorted(ps, key=lambda p: (self._cost(p, a, b), st.size[p], p))[:_PARTS]
         came = [q for q in index.came.get((b, a), ())[-_CAME:] if b in st.replicas[q]]
         moved_in = index.moved_in[b][-_CAME:]
         lst = index.by_size[b]
@@ -261,7 +314,8 @@ class TopicSpreader:
             size = st.size[p]
             if self.paid:
                 i = bisect_left(lst, (size, -1))
-                qs: Sequence[int] = [*came, *small, *(q for _, q in lst[max(0, i - _WINDOW):i + _WINDOW])]
+                qs: Sequence[int] = [*came, *moved_in, *small,
+                                     *(q for _, q in lst[max(0, i - _WINDOW):i + _WINDOW])]
             else:
                 qs = came if cost_p > 0 else (*came, *moved_in)
             # A leader carries its leadership along: a leader for a leader, a follower for a
@@ -280,9 +334,10 @@ class TopicSpreader:
                 nbytes = cost_p * size + cost_q * st.size[q]
                 if not self.paid and (moves > 0 or nbytes > 0):
                     continue
-                # Fewest bytes, then moves; then both topics evened out; then the nearest
-                # size (disk stays).
-                key = (nbytes, moves, -min(gain_u, 1), abs(size - st.size[q]), p, q)
+                # Cheapest first (moves and bytes, each against its budget's room); then both
+                # topics evened out; then the nearest size (disk stays).
+                price = moves * self.per_move + nbytes * self.per_byte
+                key = (price, -min(gain_u, 1), abs(size - st.size[q]), p, q)
                 cands.append((key, moves, nbytes, p, q))
         if not cands:
             return False
@@ -326,6 +381,15 @@ class TopicSpreader:
         # Latest goals first: the disk and network bands refuse most swaps, the counts none.
         if not all(g.accepts(run, (x, y)) for g in reversed(run.vetoes)):
             return False
+        p, q = x[0], y[0]
+        changes = [("disk", st.size[q] - st.size[p]), ("network_in", st.bytes_in[q] - st.bytes_in[p])]
+        if st.replicas[p][0] == x[1]:  # a leader for a leader: the leader loads move too
+            changes += [("network_out", st.leader_out(q) - st.leader_out(p)),
+                        ("leader_bytes_in", st.bytes_in[q] - st.bytes_in[p])]
+        for name, dx in changes:  # x's source gains dx, y's source loses it
+            load = st.load(name)
+            if (dx > 0 and load[x[1]] + dx > self.top[name]) or (dx < 0 and load[y[1]] - dx > self.top[name]):
+                return False
         for p, src, dst in (x, y):
             reps = st.replicas[p]
             new = [dst if r == src else r for r in reps]
@@ -334,4 +398,5 @@ class TopicSpreader:
         for p, src, dst in (x, y):
             st.move(p, src, dst)
             self.index.moved(run, p, src, dst)
+            self.log.append((p, src, dst))
         return True
