@@ -242,7 +242,55 @@ class TopicGoal:
         for p, s, d in options[:_CYCLES]:
             if self._cycle(run, p, s, d, on_broker, trades):
                 return True
+        if not pull:  # followers that lead their share of t already: pass one of theirs on
+            full = [(p, b, d) for p in on.get(t * nb + b, ()) if st.replicas[p][0] == b
+                    for d in st.replicas[p][1:] if counts.get(t * nb + d, 0) + 1 > hi]
+            for p, s, d in full[:_CYCLES]:
+                if self._pass_along(run, p, s, d, on, trades):
+                    return True
         return False
+
+    def _pass_along(self, run: Run, p: int, s: int, d: int, on: dict[int, list[int]],
+                    trades: dict[tuple[int, int], list[int]]) -> bool:
+        """Pass p's leadership (topic t) s -> d where d leads its share of t already: d passes
+        one of its own partitions of t on to a follower x with room, and x hands s a partition
+        of another topic v in return (a triangle: every leader count stays)."""
+        st = run.state
+        nb, counts, reps = st.nb, st.topic_leaders, st.replicas
+        t = st.topic[p]
+        hi = self.bounds(run, t)[1]
+        for q in on.get(t * nb + d, ()):
+            rq = reps[q]
+            if q == p or rq[0] != d or not run.partition_movable[q]:
+                continue
+            for x in rq[1:]:
+                if x == s or counts.get(t * nb + x, 0) + 1 > hi:
+                    continue
+                for back in trades.get((x, s), ())[:_TRADES]:
+                    rb = reps[back]
+                    v = st.topic[back]
+                    if rb[0] != x or s not in rb or v == t or not run.partition_movable[back]:
+                        continue
+                    v_lo, v_hi = self.bounds(run, v)
+                    if counts.get(v * nb + s, 0) + 1 > v_hi or counts.get(v * nb + x, 0) - 1 < v_lo:
+                        continue
+                    changes = [(p, s, d), (q, d, x), (back, x, s)]
+                    if self._apply_changes(run, changes, trades):
+                        return True
+        return False
+
+    def _apply_changes(self, run: Run, changes: list[Move],
+                       trades: dict[tuple[int, int], list[int]]) -> bool:
+        """Leadership changes that keep every leader count, all or none, if every goal agrees."""
+        if not (self._loads_ok(run, changes)
+                and all(g.accepts_leaderships(run, changes) for g in run.vetoes)
+                and run.room_for_leader_change(len(changes))):
+            return False
+        for part, _, new in changes:
+            run.state.make_leader(part, new)
+        for part, old, new in changes:  # the trade index: new leads part, old follows
+            trades.setdefault((new, old), []).append(part)
+        return True
 
     def _cycle(self, run: Run, p: int, s: int, d: int, on_broker: list[list[int]],
                trades: dict[tuple[int, int], list[int]]) -> bool:
@@ -268,7 +316,9 @@ class TopicGoal:
             # A partition d leads and x follows, from the trade index (entries may be stale).
             for q in trades.get((d, x), ())[:_TRADES]:
                 rq = reps[q]
-                if rq[0] != d or x not in rq or q == back or st.topic[back] == st.topic[q] or not ok(q, d, x):
+                if rq[0] != d or x not in rq or q == back or st.topic[back] == st.topic[q]:
+                    continue
+                if not ok(q, d, x):
                     continue
                 changes = [(p, s, d), (q, d, x), (back, x, s)]
                 if not (self._loads_ok(run, changes)
