@@ -68,7 +68,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threshold", action="append", default=[], metavar="GOAL=FRACTION",
                         help="balance threshold of a soft goal, e.g. disk=0.05 (repeatable)")
     parser.add_argument("--topic-swaps", action="store_true",
-                        help="let per-topic goals swap replicas (two moves each) to spread topics")
+                        help="let per-topic goals swap replicas (up to two moves each) to spread topics "
+                             "beyond the default budget (1.095x the plan's move and byte lower bounds)")
     parser.add_argument("--max-moves", type=inputs.non_negative_int, metavar="N",
                         help="at most N replica moves")
     parser.add_argument("--max-bytes", type=inputs.non_negative_int, metavar="B",

@@ -56,9 +56,10 @@ class PlannerOptions:
     max_moves: int | None = None
     max_bytes: int | None = None
     max_leader_changes: int | None = None
-    # Per-topic spread by swapping replicas between brokers: two moves per fixed replica, so
-    # off by default (single moves, free leadership changes and the replica count goal's choice
-    # of replicas already even topics out).
+    # Per-topic spread swaps replicas between brokers (count-neutral). By default only within a
+    # budget: free swaps (replicas earlier goals moved anyway), then paid ones while the plan
+    # stays within 1.095x its move and byte lower bounds and the spread is over twice its
+    # floor. True: no budget (up to two moves per replica of a topic evened out).
     topic_swaps: bool = False
 
 

@@ -15,6 +15,7 @@ from kafka_ops.planner.topic_swaps import _BYTES_CAP, _MOVES_CAP, TopicSpreader,
 
 _TRADES = 64  # partitions a follower leads that are weighed for a leadership trade
 _TOP = ("topic_leader_top", 0)  # run.memo key: the leader loads' highest at the goal's start
+_THIRDS = 48  # third brokers weighed for a triangle
 _CYCLES = 2  # (partition, new leader) options tried as a triangle when no trade is found
 
 
@@ -312,6 +313,8 @@ class TopicGoal:
             x = reps[r][0]
             if x != s and x != d and x not in into_s and ok(r, x, s):
                 into_s[x] = r
+                if len(into_s) == _THIRDS:
+                    break
         for x, back in into_s.items():
             # A partition d leads and x follows, from the trade index (entries may be stale).
             for q in trades.get((d, x), ())[:_TRADES]:

@@ -253,6 +253,8 @@ class TopicSpreader:
                     for b in self.brokers:
                         while self.count(t, b) < lo and self._fill(t, b, lo):
                             changed = True
+                        if not self.paid and self.count(t, b) < lo:
+                            break  # no free swap for one broker short of t: the rest seldom have one
                 if self.run.capped or (self.paid and not self._budget_left()):
                     return
             if not changed:
