@@ -15,6 +15,7 @@ from kafka_ops.planner.topic_swaps import _BYTES_CAP, _MOVES_CAP, TopicSpreader,
 
 _TRADES = 64  # partitions a follower leads that are weighed for a leadership trade
 _TOP = ("topic_leader_top", 0)  # run.memo key: the leader loads' highest at the goal's start
+_CHAIN = 4  # longest chain of one topic's partitions a leadership is passed along
 _THIRDS = 48  # third brokers weighed for a triangle
 _CYCLES = 2  # (partition, new leader) options tried as a triangle when no trade is found
 
@@ -244,40 +245,58 @@ class TopicGoal:
             if self._cycle(run, p, s, d, on_broker, trades):
                 return True
         if not pull:  # followers that lead their share of t already: pass one of theirs on
-            full = [(p, b, d) for p in on.get(t * nb + b, ()) if st.replicas[p][0] == b
-                    for d in st.replicas[p][1:] if counts.get(t * nb + d, 0) + 1 > hi]
-            for p, s, d in full[:_CYCLES]:
-                if self._pass_along(run, p, s, d, on, trades):
-                    return True
+            return self._pass_along(run, t, b, on, trades)
         return False
 
-    def _pass_along(self, run: Run, p: int, s: int, d: int, on: dict[int, list[int]],
+    def _pass_along(self, run: Run, t: int, s: int, on: dict[int, list[int]],
                     trades: dict[tuple[int, int], list[int]]) -> bool:
-        """Pass p's leadership (topic t) s -> d where d leads its share of t already: d passes
-        one of its own partitions of t on to a follower x with room, and x hands s a partition
-        of another topic v in return (a triangle: every leader count stays)."""
+        """One leadership of topic t off s when every follower of s's partitions of t leads its
+        share already: pass it along a chain of t's partitions, s -> d -> ... -> x, to a broker
+        x with room for it, and x hands s a partition of another topic v in return. Every
+        leader count stays; t loses one on s and gains one on x, the rest of the chain keeps."""
         st = run.state
         nb, counts, reps = st.nb, st.topic_leaders, st.replicas
-        t = st.topic[p]
         hi = self.bounds(run, t)[1]
-        for q in on.get(t * nb + d, ()):
-            rq = reps[q]
-            if q == p or rq[0] != d or not run.partition_movable[q]:
+        parent: dict[int, tuple[int, int] | None] = {s: None}  # broker -> (partition, previous)
+        frontier = [s]
+        for _ in range(_CHAIN):
+            nxt = []
+            for y in frontier:
+                for q in on.get(t * nb + y, ()):
+                    rq = reps[q]
+                    if rq[0] != y or not run.partition_movable[q]:
+                        continue
+                    for x in rq[1:]:
+                        if x in parent:
+                            continue
+                        parent[x] = (q, y)
+                        nxt.append(x)
+                        if counts.get(t * nb + x, 0) + 1 <= hi and self._pay_back(run, t, s, x, parent, trades):
+                            return True
+            frontier = nxt
+        return False
+
+    def _pay_back(self, run: Run, t: int, s: int, x: int, parent: dict[int, tuple[int, int] | None],
+                  trades: dict[tuple[int, int], list[int]]) -> bool:
+        """Close the chain s -> ... -> x with a partition x leads and s follows (topic v != t)."""
+        st = run.state
+        nb, counts, reps = st.nb, st.topic_leaders, st.replicas
+        chain: list[Move] = []
+        b = x
+        while (link := parent[b]) is not None:
+            q, y = link
+            chain.append((q, y, b))
+            b = y
+        for back in trades.get((x, s), ())[:_TRADES]:
+            rb = reps[back]
+            v = st.topic[back]
+            if rb[0] != x or s not in rb or v == t or not run.partition_movable[back]:
                 continue
-            for x in rq[1:]:
-                if x == s or counts.get(t * nb + x, 0) + 1 > hi:
-                    continue
-                for back in trades.get((x, s), ())[:_TRADES]:
-                    rb = reps[back]
-                    v = st.topic[back]
-                    if rb[0] != x or s not in rb or v == t or not run.partition_movable[back]:
-                        continue
-                    v_lo, v_hi = self.bounds(run, v)
-                    if counts.get(v * nb + s, 0) + 1 > v_hi or counts.get(v * nb + x, 0) - 1 < v_lo:
-                        continue
-                    changes = [(p, s, d), (q, d, x), (back, x, s)]
-                    if self._apply_changes(run, changes, trades):
-                        return True
+            v_lo, v_hi = self.bounds(run, v)
+            if counts.get(v * nb + s, 0) + 1 > v_hi or counts.get(v * nb + x, 0) - 1 < v_lo:
+                continue
+            if self._apply_changes(run, [*chain, (back, x, s)], trades):
+                return True
         return False
 
     def _apply_changes(self, run: Run, changes: list[Move],
