@@ -189,13 +189,19 @@ class BalanceGoal:
         stuck: set[int] = set()
         while (worst := self._worst(run, g, stuck)) is not None:
             w, above = worst
+            # Partners: every broker with room inside the bounds, the furthest from w first. The
+            # target is what w should shed (or gain) without pushing the partner out of bounds.
+            lo, hi = self.bounds(run, g)
             if above:
-                pairs = [(w, d) for d in sorted(brokers, key=lambda b: (load[b], b)) if load[d] < mean]
+                pairs = [(w, d) for d in sorted(brokers, key=lambda b: (load[b], b)) if load[d] < hi]
             else:
-                pairs = [(s, w) for s in sorted(brokers, key=lambda b: (-load[b], b)) if load[s] > mean]
+                pairs = [(s, w) for s in sorted(brokers, key=lambda b: (-load[b], b)) if load[s] > lo]
             action: tuple[Move, ...] | None = None
             for src, dst in pairs:
-                delta = min(load[src] - mean, mean - load[dst])
+                delta = (min(load[src] - mean, hi - load[dst]) if above
+                         else min(mean - load[dst], load[src] - lo))
+                if delta <= 0:
+                    continue
                 action = self._best_move(run, cands, src, dst, delta, load[src] - load[dst])
                 if action is None:
                     action = self._best_swap(run, reps, src, dst, delta, load[src] - load[dst])

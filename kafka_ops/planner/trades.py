@@ -187,9 +187,10 @@ def best_replica_swap(run: Run, reps: BrokerReplicas, src: int, dst: int, delta:
         tp, tq = topic[p] * nb, topic[q] * nb
         spread = 0 if tp == tq else (
             tc.get(tp + dst, 0) + 1 - tc[tp + src] + tc.get(tq + src, 0) + 1 - tc[tq + dst])
-        ranked.append((spread > 0, rank, p, q))
+        # A leader replica moving takes its topic's leadership along: followers first.
+        ranked.append((spread > 0, bool(ls[rows[i]] or ld[jj[i]]), rank, p, q))
     ranked.sort()
-    for _, _, p, q in ranked[:_TRY * 4]:
+    for *_, p, q in ranked[:_TRY * 4]:
         a, b = (p, src, dst), (q, dst, src)
         if can_trade(run, a, b):
             return a, b
