@@ -379,14 +379,15 @@ def unreachable(goal: BalanceGoal, run: Run, g: int) -> str | None:
     x, p = max((goal.item_load(st, p, True), p) for p in ps)
     bound = hi / mean
     floor_load = x + sum(sorted(items)[:max(0, share - 1)])
+    limit = f"{round(bound, 3):g}"
     if floor_load > hi:
         return (f"{goal.name}: {st.tps[p]} alone is {x / mean:.2f}x a broker's mean; with its "
                 f"share of {'leaders' if goal.leader_only else 'replicas'} the broker holding it "
-                f"carries at least {floor_load / mean:.2f}x, so {bound:.2f} is not reachable")
+                f"carries at least {floor_load / mean:.2f}x, so {limit} is not reachable")
     mine = [q for q in ps if (st.replicas[q][0] == worst if goal.leader_only
                               else worst in st.replicas[q])]
     y, q = max(((goal.item_load(st, q, True), q) for q in mine), default=(0.0, -1))
-    where = (f"; its largest, {st.tps[q]}, is {y / mean:.2f}x a broker's mean" if q >= 0 else "")
-    return (f"{goal.name}: {bound:.2f} not reached: broker {st.broker_ids[worst]} ends at "
-            f"{load[worst] / mean:.2f}x the mean{where} (largest partition: {st.tps[p]}, "
-            f"{x / mean:.2f}x); no trade the earlier goals accept evens it out")
+    largest = "" if q == p else f"; the largest partition, {st.tps[p]}, is {x / mean:.2f}x"
+    return (f"{goal.name}: {limit} not reached: broker {st.broker_ids[worst]} ends at "
+            f"{load[worst] / mean:.3f}x the mean (its largest partition, {st.tps[q]}, is "
+            f"{y / mean:.2f}x{largest}); no trade the earlier goals accept evens it out")
