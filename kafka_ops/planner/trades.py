@@ -213,6 +213,7 @@ class _LeaderLoads:
     def __init__(self, goal: BalanceGoal, run: Run, g: int, n: int) -> None:
         st = run.state
         self.load = [goal.item_load(st, p, True) for p in range(st.np)]
+        self.arr = np.array(self.load, float)
         totals: dict[int, int] = {}
         for p in range(st.np):
             if st.group_of(p) == g:
@@ -294,49 +295,73 @@ def leader_swap(run: Run, loads: _LeaderLoads, w: int, above: bool, members: set
     near-equal ones) and makes the first every goal accepts.
     """
     st = run.state
-    lead = loads.load
-    give: dict[int, list[int]] = {}  # partner -> partitions passing from heavy to light
-    back: dict[int, list[int]] = {}  # partner -> partitions passing from light to heavy
+    give_p: list[int] = []  # (partition, partner): leadership passing from heavy to light
+    give_b: list[int] = []
+    back_p: list[int] = []  # ... passing from light to heavy
+    back_b: list[int] = []
     for p in on[w]:
         if not run.partition_movable[p]:
             continue
         reps = st.replicas[p]
         if reps[0] == w:
+            ps_, bs_ = (give_p, give_b) if above else (back_p, back_b)
             for f in reps[1:]:
                 if f in members:
-                    (give if above else back).setdefault(f, []).append(p)
+                    ps_.append(p)
+                    bs_.append(f)
         elif reps[0] in members:
-            (back if above else give).setdefault(reps[0], []).append(p)
-    lo, hi = bounds
-    found: list[tuple[float, int, int, int]] = []
-    for b in give.keys() & back.keys():
-        heavy, light = (w, b) if above else (b, w)
-        gap = load[heavy] - load[light]
-        # What w should shed (gain) without taking b out of bounds: the trade's target.
-        target = min(load[w] - mean, hi - load[b]) if above else min(mean - load[w], load[b] - lo)
-        if gap <= 0 or target <= 0:
-            continue
-        qs = np.array(back[b], dtype=np.int64)
-        ys = np.array([lead[q] for q in back[b]])
-        order = np.argsort(ys)
-        qs, ys = qs[order], ys[order]
-        ps = np.array(give[b], dtype=np.int64)
-        xs = np.array([lead[p] for p in give[b]])
-        idx = np.searchsorted(ys, xs - target)
-        for shift in (-1, 0):
-            k = np.clip(idx + shift, 0, len(ys) - 1)
-            d = xs - ys[k]
-            # The useful part of the load moved: past the target it counts against the trade.
-            value = np.where(d <= target, d, 2 * target - d)
-            ok = (d > 0) & (d < gap) & (value > 0)
-            value, pp, qq = value[ok], ps[ok], qs[k][ok]
-            if len(value) > 8:
-                top = np.argpartition(-value, 8)[:8]
-                value, pp, qq = value[top], pp[top], qq[top]
-            for v, p, q in zip(value.tolist(), pp.tolist(), qq.tolist(), strict=True):
-                found.append((-v, p, q, b))
-    if not found:
+            ps_, bs_ = (back_p, back_b) if above else (give_p, give_b)
+            ps_.append(p)
+            bs_.append(reps[0])
+    if not give_p or not back_p:
         return False
+    lo, hi = bounds
+    loadv = np.asarray(load, float)
+    # What w should shed (gain) without taking the partner out of bounds: the trade's target.
+    if above:
+        target = np.minimum(load[w] - mean, hi - loadv)
+        gap = load[w] - loadv
+    else:
+        target = np.minimum(mean - load[w], loadv - lo)
+        gap = loadv - load[w]
+    # All partners at once: the light-to-heavy side sorted by (partner, load), searched per
+    # heavy-to-light partition for the load nearest L(p) - target within its partner's segment.
+    lead = loads.arr
+    qb = np.array(back_b, dtype=np.int64)
+    qs = np.array(back_p, dtype=np.int64)
+    ys = lead[qs]
+    order = np.lexsort((ys, qb))
+    qb, qs, ys = qb[order], qs[order], ys[order]
+    pb = np.array(give_b, dtype=np.int64)
+    ps = np.array(give_p, dtype=np.int64)
+    xs = lead[ps]
+    t, gp = target[pb], gap[pb]
+    span = 4.0 * (float(np.abs(ys).max()) + float(np.abs(xs).max()) + float(np.abs(t).max()) + 1.0)
+    keys = qb * span + ys
+    want = pb * span + np.clip(xs - t, -span / 4, span / 4)
+    first = np.searchsorted(qb, pb, "left")
+    last = np.searchsorted(qb, pb, "right")
+    idx = np.searchsorted(keys, want)
+    cand_v, cand_i, cand_k = [], [], []
+    for shift in (-1, 0):
+        k = np.clip(idx + shift, first, np.maximum(first, last - 1))
+        k = np.minimum(k, len(qs) - 1)
+        d = xs - ys[k]
+        # The useful part of the load moved: past the target it counts against the trade.
+        value = np.where(d <= t, d, 2 * t - d)
+        ok = (first < last) & (qb[k] == pb) & (t > 0) & (d > 0) & (d < gp) & (value > 0)
+        cand_v.append(value[ok])
+        cand_i.append(np.nonzero(ok)[0])
+        cand_k.append(k[ok])
+    value = np.concatenate(cand_v)
+    if not len(value):
+        return False
+    ii, kk = np.concatenate(cand_i), np.concatenate(cand_k)
+    n = min(len(value), 4 * _TRY)
+    top = np.argpartition(-value, n - 1)[:n]
+    found = [(-v, p, q, b) for v, p, q, b in zip(
+        value[top].tolist(), ps[ii[top]].tolist(), qs[kk[top]].tolist(), pb[ii[top]].tolist(),
+        strict=True)]
     found.sort()
     best = found[:4 * _TRY]
     vmax = -best[0][0]
