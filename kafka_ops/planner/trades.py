@@ -219,6 +219,38 @@ class _LeaderLoads:
             if st.group_of(p) == g:
                 totals[st.topic[p]] = totals.get(st.topic[p], 0) + 1
         self.ranges = {t: (c // n, -(-c // n)) for t, c in totals.items()}
+        self.on = run.replicas_on()
+        self._pairs: dict[int, tuple[np.ndarray, ...]] = {}
+
+    def pairs(self, run: Run, w: int, members: set[int]) -> tuple[np.ndarray, ...]:
+        """(partitions w leads, a follower of each; partitions w follows, the leader of each)."""
+        if w not in self._pairs:
+            st = run.state
+            led: list[int] = []
+            led_by: list[int] = []
+            follows: list[int] = []
+            follows_of: list[int] = []
+            for p in self.on[w]:
+                if not run.partition_movable[p]:
+                    continue
+                reps = st.replicas[p]
+                if reps[0] == w:
+                    for f in reps[1:]:
+                        if f in members:
+                            led.append(p)
+                            led_by.append(f)
+                elif reps[0] in members:
+                    follows.append(p)
+                    follows_of.append(reps[0])
+            self._pairs[w] = tuple(np.array(x, dtype=np.int64)
+                                   for x in (led, led_by, follows, follows_of))
+        return self._pairs[w]
+
+    def changed(self, st: WorkingState, *ps: int) -> None:
+        """Leadership of these partitions changed: their brokers' pairs are stale."""
+        for p in ps:
+            for b in st.replicas[p]:
+                self._pairs.pop(b, None)
 
     def crowding(self, st: WorkingState, p: int, old: int, new: int) -> int:
         """How much p's leadership passing from old to new crowds its topic (negative: evens it)."""
@@ -241,14 +273,14 @@ def balance_leader_load(goal: BalanceGoal, run: Run, g: int) -> None:
     members = set(brokers)
     mean = sum(load[b] for b in brokers) / len(brokers)
     loads = _LeaderLoads(goal, run, g, len(brokers))
-    on = run.replicas_on()
+    on = loads.on
     lc = _vetoing(run, "leaders")
     stuck: set[int] = set()
     while (worst := goal._worst(run, g, stuck)) is not None:
         w, above = worst
         if _leader_transfer(run, loads, lc, w, above, members, on, load, mean):
             continue
-        if not leader_swap(run, loads, w, above, members, on, load, mean, goal.bounds(run, g)):
+        if not leader_swap(run, loads, w, above, members, load, mean, goal.bounds(run, g)):
             stuck.add(w)
         if run.capped:
             return
@@ -281,12 +313,13 @@ def _leader_transfer(run: Run, loads: _LeaderLoads, lc: BalanceGoal | None, w: i
     found.sort()
     for _, p, light in found[:_TRY]:
         if run.try_lead(p, light):
+            loads.changed(st, p)
             return True
     return False
 
 
 def leader_swap(run: Run, loads: _LeaderLoads, w: int, above: bool, members: set[int],
-                on: list[list[int]], load: Sequence[float], mean: float,
+                load: Sequence[float], mean: float,
                 bounds: tuple[float, float]) -> bool:
     """Trade leaderships between w and one broker: p from the heavier to the lighter, q back.
 
@@ -295,25 +328,10 @@ def leader_swap(run: Run, loads: _LeaderLoads, w: int, above: bool, members: set
     near-equal ones) and makes the first every goal accepts.
     """
     st = run.state
-    give_p: list[int] = []  # (partition, partner): leadership passing from heavy to light
-    give_b: list[int] = []
-    back_p: list[int] = []  # ... passing from light to heavy
-    back_b: list[int] = []
-    for p in on[w]:
-        if not run.partition_movable[p]:
-            continue
-        reps = st.replicas[p]
-        if reps[0] == w:
-            ps_, bs_ = (give_p, give_b) if above else (back_p, back_b)
-            for f in reps[1:]:
-                if f in members:
-                    ps_.append(p)
-                    bs_.append(f)
-        elif reps[0] in members:
-            ps_, bs_ = (back_p, back_b) if above else (give_p, give_b)
-            ps_.append(p)
-            bs_.append(reps[0])
-    if not give_p or not back_p:
+    led, led_by, follows, follows_of = loads.pairs(run, w, members)
+    # (partition, partner): leadership passing from the heavier broker to the lighter, and back.
+    ps, pb, qs, qb = (led, led_by, follows, follows_of) if above else (follows, follows_of, led, led_by)
+    if not len(ps) or not len(qs):
         return False
     lo, hi = bounds
     loadv = np.asarray(load, float)
@@ -327,13 +345,9 @@ def leader_swap(run: Run, loads: _LeaderLoads, w: int, above: bool, members: set
     # All partners at once: the light-to-heavy side sorted by (partner, load), searched per
     # heavy-to-light partition for the load nearest L(p) - target within its partner's segment.
     lead = loads.arr
-    qb = np.array(back_b, dtype=np.int64)
-    qs = np.array(back_p, dtype=np.int64)
     ys = lead[qs]
     order = np.lexsort((ys, qb))
     qb, qs, ys = qb[order], qs[order], ys[order]
-    pb = np.array(give_b, dtype=np.int64)
-    ps = np.array(give_p, dtype=np.int64)
     xs = lead[ps]
     t, gp = target[pb], gap[pb]
     span = 4.0 * (float(np.abs(ys).max()) + float(np.abs(xs).max()) + float(np.abs(t).max()) + 1.0)
@@ -365,13 +379,18 @@ def leader_swap(run: Run, loads: _LeaderLoads, w: int, above: bool, members: set
     found.sort()
     best = found[:4 * _TRY]
     vmax = -best[0][0]
-    ranked = sorted(
-        (int((vmax + v) / (0.1 * vmax)), loads.crowding(st, p, *((w, b) if above else (b, w)))
-         + loads.crowding(st, q, *((b, w) if above else (w, b))), v, p, q, b)
-        for v, p, q, b in best)
-    for _, _, _, p, q, b in ranked[:_TRY]:
+    ranked = []
+    for v, p, q, b in best:
+        crowd = (loads.crowding(st, p, *((w, b) if above else (b, w)))
+                 + loads.crowding(st, q, *((b, w) if above else (w, b))))
+        # Trades that leave every topic's leaders at least as even first (the topic leader
+        # goal comes later and can hardly trade within bounds this tight), then by value.
+        ranked.append((crowd > 0, int((vmax + v) / (0.1 * vmax)), crowd, v, p, q, b))
+    ranked.sort()
+    for *_, p, q, b in ranked[:_TRY]:
         heavy, light = (w, b) if above else (b, w)
         if run.try_lead_swap((p, light), (q, heavy)):
+            loads.changed(st, p, q)
             return True
     return False
 
