@@ -188,7 +188,7 @@ def best_replica_swap(run: Run, reps: BrokerReplicas, src: int, dst: int, delta:
         spread = 0 if tp == tq else (
             tc.get(tp + dst, 0) + 1 - tc[tp + src] + tc.get(tq + src, 0) + 1 - tc[tq + dst])
         # A leader replica moving takes its topic's leadership along: followers first.
-        ranked.append((spread > 0, bool(ls[rows[i]] or ld[jj[i]]), rank, p, q))
+        ranked.append((spread > 0, max(spread, -2), bool(ls[rows[i]] or ld[jj[i]]), rank, p, q))
     ranked.sort()
     for *_, p, q in ranked[:_TRY * 4]:
         a, b = (p, src, dst), (q, dst, src)
