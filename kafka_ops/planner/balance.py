@@ -181,10 +181,16 @@ class BalanceGoal:
         st = run.state
         load = st.load(self.resource)
         brokers = run.group_brokers(g)
-        on = run.movable_replicas()
-        cands = {b: sorted((self.item_load(st, p, False), p) for p in on[b] if st.group_of(p) == g)
-                 for b in brokers}
         reps = BrokerReplicas(self, run, g)
+        # Per broker (built on first use), its replicas that may still move, by load.
+        cands: dict[int, list[tuple[float, int]]] = {}
+
+        def cands_of(b: int) -> list[tuple[float, int]]:
+            if b not in cands:
+                cands[b] = sorted((self.item_load(st, p, False), p) for p in reps.on[b]
+                                  if st.movable(p, b) and st.group_of(p) == g)
+            return cands[b]
+
         mean = sum(load[b] for b in brokers) / len(brokers)
         stuck: set[int] = set()
         while (worst := self._worst(run, g, stuck)) is not None:
@@ -202,7 +208,7 @@ class BalanceGoal:
                          else min(mean - load[dst], load[src] - lo))
                 if delta <= 0:
                     continue
-                action = self._best_move(run, cands, src, dst, delta, load[src] - load[dst])
+                action = self._best_move(run, cands_of(src), src, dst, delta, load[src] - load[dst])
                 if action is None:
                     action = self._best_swap(run, reps, src, dst, delta, load[src] - load[dst])
                 if action is not None:
@@ -217,15 +223,14 @@ class BalanceGoal:
             for p, src, dst in action:
                 st.move(p, src, dst)
                 item = (self.item_load(st, p, False), p)
-                lst = cands[src]
+                lst = cands.get(src, [])
                 i = bisect_left(lst, item)
                 if i < len(lst) and lst[i] == item:
                     del lst[i]
             reps.moved(action)
 
-    def _best_move(self, run: Run, cands: dict[int, list[tuple[float, int]]], src: int, dst: int,
+    def _best_move(self, run: Run, lst: list[tuple[float, int]], src: int, dst: int,
                    delta: float, gap: float) -> tuple[Move] | None:
-        lst = cands[src]
         best = None
         for x, p in _around(lst, delta):
             if 0 < x < gap and run.can_move(p, src, dst):

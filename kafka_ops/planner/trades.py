@@ -220,37 +220,36 @@ class _LeaderLoads:
                 totals[st.topic[p]] = totals.get(st.topic[p], 0) + 1
         self.ranges = {t: (c // n, -(-c // n)) for t, c in totals.items()}
         self.on = run.replicas_on()
-        self._pairs: dict[int, tuple[np.ndarray, ...]] = {}
+        # Replica lists as a padded matrix (leadership changes reorder them, never change them).
+        width = max((len(r) for r in st.replicas), default=1)
+        self.reps = np.array([r + [-1] * (width - len(r)) for r in st.replicas], dtype=np.int64)
+        self.leader = np.array([r[0] for r in st.replicas], dtype=np.int64)
+        self.movable = np.array(run.partition_movable, bool)
+        self.member = np.zeros(st.nb, bool)
+        self.member[run.group_brokers(g)] = True
+        self._on: dict[int, np.ndarray] = {}
 
-    def pairs(self, run: Run, w: int, members: set[int]) -> tuple[np.ndarray, ...]:
+    def pairs(self, run: Run, w: int) -> tuple[np.ndarray, ...]:
         """(partitions w leads, a follower of each; partitions w follows, the leader of each)."""
-        if w not in self._pairs:
-            st = run.state
-            led: list[int] = []
-            led_by: list[int] = []
-            follows: list[int] = []
-            follows_of: list[int] = []
-            for p in self.on[w]:
-                if not run.partition_movable[p]:
-                    continue
-                reps = st.replicas[p]
-                if reps[0] == w:
-                    for f in reps[1:]:
-                        if f in members:
-                            led.append(p)
-                            led_by.append(f)
-                elif reps[0] in members:
-                    follows.append(p)
-                    follows_of.append(reps[0])
-            self._pairs[w] = tuple(np.array(x, dtype=np.int64)
-                                   for x in (led, led_by, follows, follows_of))
-        return self._pairs[w]
+        if w not in self._on:
+            ps = np.array(self.on[w], dtype=np.int64)
+            self._on[w] = ps[self.movable[ps]]
+        ps = self._on[w]
+        lead = self.leader[ps]
+        led = ps[lead == w]
+        others = self.reps[led]
+        ok = (others >= 0) & (others != w)
+        ok &= self.member[np.maximum(others, 0)]
+        rows, cols = np.nonzero(ok)
+        follows = ps[lead != w]
+        of = self.leader[follows]
+        keep = self.member[of]
+        return led[rows], others[rows, cols], follows[keep], of[keep]
 
     def changed(self, st: WorkingState, *ps: int) -> None:
-        """Leadership of these partitions changed: their brokers' pairs are stale."""
+        """Leadership of these partitions changed."""
         for p in ps:
-            for b in st.replicas[p]:
-                self._pairs.pop(b, None)
+            self.leader[p] = st.replicas[p][0]
 
     def crowding(self, st: WorkingState, p: int, old: int, new: int) -> int:
         """How much p's leadership passing from old to new crowds its topic (negative: evens it)."""
@@ -328,7 +327,7 @@ def leader_swap(run: Run, loads: _LeaderLoads, w: int, above: bool, members: set
     near-equal ones) and makes the first every goal accepts.
     """
     st = run.state
-    led, led_by, follows, follows_of = loads.pairs(run, w, members)
+    led, led_by, follows, follows_of = loads.pairs(run, w)
     # (partition, partner): leadership passing from the heavier broker to the lighter, and back.
     ps, pb, qs, qb = (led, led_by, follows, follows_of) if above else (follows, follows_of, led, led_by)
     if not len(ps) or not len(qs):
