@@ -217,7 +217,7 @@ class BalanceGoal:
                 stuck.add(w)
                 continue
             n, size = trade_cost(st, action)
-            if n > 0 and not run.room_for_move(size, n):
+            if (n > 0 or size > 0) and not run.room_for_move(size, max(0, n)):
                 stuck.add(w)  # a cheaper trade (a re-target) may still fit elsewhere
                 continue
             for p, src, dst in action:

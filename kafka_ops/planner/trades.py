@@ -41,6 +41,7 @@ class BalanceGoal(Protocol):
 
     def _worst(self, run: Run, g: int, stuck: set[int]) -> tuple[int, bool] | None: ...
 
+
 _WINDOW = 48  # destination replicas nearest the ideal load looked at per source replica
 _TRY = 24  # best-scored swaps put to the vetoes before giving up on a pair of brokers
 _EFFICIENT = 0.3  # a swap must close this share of the best swap's improvement to win on cost
