@@ -178,7 +178,7 @@ def best_replica_swap(run: Run, reps: BrokerReplicas, src: int, dst: int, delta:
     cost = ss[rows] * os_[rows] + sd[jj] * od[jj]
     keep = gain >= _EFFICIENT * gain.max()
     rows, jj, gain, cost = rows[keep], jj[keep], gain[keep], cost[keep]
-    order = np.lexsort((-gain, cost / gain))[:_TRY * 8].tolist()
+    order = np.lexsort((-gain, cost / gain))[:_TRY * 4].tolist()
     # Among the cheapest, those that leave every topic at least as even (topic-aware tie-break:
     # the topic goals come later and may only trade within what this goal leaves).
     nb, topic, tc = st.nb, st.topic, st.topic_count
