@@ -17,6 +17,13 @@ from typing import NamedTuple
 
 from kafka_ops.planner.context import Move, Run
 from kafka_ops.planner.state import WorkingState
+from kafka_ops.planner.trades import (
+    BrokerReplicas,
+    balance_leader_load,
+    best_replica_swap,
+    trade_cost,
+    unreachable,
+)
 
 _SCAN = 24  # candidates examined around the ideal size before settling for the best seen
 _NEAREST = 32  # replicas nearest the ideal size the replica count goal weighs per move
@@ -146,10 +153,14 @@ class BalanceGoal:
     def optimize(self, run: Run) -> None:
         for g, group in enumerate(run.state.groups):
             if group.balance and run.group_brokers(g):
-                if self.leader_only:
+                if self.leader_only and not self.integer:
+                    balance_leader_load(self, run, g)
+                elif self.leader_only:
                     self._balance_leadership(run, g)
                 else:
                     self._balance_replicas(run, g)
+                if not self.integer and (warning := unreachable(self, run, g)) is not None:
+                    run.warnings.append(warning)
 
     def _worst(self, run: Run, g: int, stuck: set[int]) -> tuple[int, bool] | None:
         """The broker furthest out of bounds (not given up on), and whether it is above."""
@@ -166,44 +177,60 @@ class BalanceGoal:
         return (best, above) if best >= 0 else None
 
     def _balance_replicas(self, run: Run, g: int) -> None:
-        """Single moves where earlier goals allow them, else size-matched swaps."""
+        """Single moves where earlier goals allow them, else count-neutral swaps (trades.py)."""
         st = run.state
         load = st.load(self.resource)
         brokers = run.group_brokers(g)
-        on = run.movable_replicas()
-        cands = {b: sorted((self.item_load(st, p, False), p) for p in on[b] if st.group_of(p) == g)
-                 for b in brokers}
+        reps = BrokerReplicas(self, run, g)
+        # Per broker (built on first use), its replicas that may still move, by load.
+        cands: dict[int, list[tuple[float, int]]] = {}
+
+        def cands_of(b: int) -> list[tuple[float, int]]:
+            if b not in cands:
+                cands[b] = sorted((self.item_load(st, p, False), p) for p in reps.on[b]
+                                  if st.movable(p, b) and st.group_of(p) == g)
+            return cands[b]
+
         mean = sum(load[b] for b in brokers) / len(brokers)
         stuck: set[int] = set()
         while (worst := self._worst(run, g, stuck)) is not None:
             w, above = worst
+            # Partners: every broker with room inside the bounds, the furthest from w first. The
+            # target is what w should shed (or gain) without pushing the partner out of bounds.
+            lo, hi = self.bounds(run, g)
             if above:
-                pairs = [(w, d) for d in sorted(brokers, key=lambda b: (load[b], b)) if load[d] < mean]
+                pairs = [(w, d) for d in sorted(brokers, key=lambda b: (load[b], b)) if load[d] < hi]
             else:
-                pairs = [(s, w) for s in sorted(brokers, key=lambda b: (-load[b], b)) if load[s] > mean]
+                pairs = [(s, w) for s in sorted(brokers, key=lambda b: (-load[b], b)) if load[s] > lo]
+            action: tuple[Move, ...] | None = None
             for src, dst in pairs:
-                delta = min(load[src] - mean, mean - load[dst])
-                action: tuple[Move, ...] | None = self._best_move(run, cands, src, dst, delta,
-                                                                  load[src] - load[dst])
+                delta = (min(load[src] - mean, hi - load[dst]) if above
+                         else min(mean - load[dst], load[src] - lo))
+                if delta <= 0:
+                    continue
+                action = self._best_move(run, cands_of(src), src, dst, delta, load[src] - load[dst])
                 if action is None:
-                    action = self._best_swap(run, cands, src, dst, delta, load[src] - load[dst])
+                    action = self._best_swap(run, reps, src, dst, delta, load[src] - load[dst])
                 if action is not None:
                     break
-            else:
+            if action is None:
                 stuck.add(w)
                 continue
-            size = sum(st.size[p] for p, _, _ in action)
-            if not run.room_for_move(size, len(action)):
-                return
+            n, size = trade_cost(st, action)
+            if (n > 0 or size > 0) and not run.room_for_move(size, max(0, n)):
+                stuck.add(w)  # a cheaper trade (a re-target) may still fit elsewhere
+                continue
             for p, src, dst in action:
                 st.move(p, src, dst)
                 item = (self.item_load(st, p, False), p)
-                lst = cands[src]
-                del lst[bisect_left(lst, item)]
+                lst = cands.get(src, [])
+                i = bisect_left(lst, item)
+                if i < len(lst) and lst[i] == item:
+                    del lst[i]
+            reps.moved(action)
 
-    def _best_move(self, run: Run, cands: dict[int, list[tuple[float, int]]], src: int, dst: int,
+    def _best_move(self, run: Run, lst: list[tuple[float, int]], src: int, dst: int,
                    delta: float, gap: float) -> tuple[Move] | None:
-        lst = cands[src]
         best = None
         for x, p in _around(lst, delta):
             if 0 < x < gap and run.can_move(p, src, dst):
@@ -211,24 +238,9 @@ class BalanceGoal:
                     best = (x, p)
         return ((best[1], src, dst),) if best else None
 
-    def _best_swap(self, run: Run, cands: dict[int, list[tuple[float, int]]], src: int, dst: int,
+    def _best_swap(self, run: Run, reps: BrokerReplicas, src: int, dst: int,
                    delta: float, gap: float) -> tuple[Move, Move] | None:
-        big, small = cands[src], cands[dst]
-        if not big or not small:
-            return None
-        best, best_err = None, math.inf
-        # x - y should be close to delta, so x >= delta; if none is that big, the biggest.
-        start = max(0, min(bisect_left(big, (delta, -1)), len(big) - _SCAN))
-        for x, p in big[start:start + _SCAN]:
-            for y, q in _around(small, x - delta, 3):
-                diff = x - y
-                if 0 < diff < gap and abs(diff - delta) < best_err:
-                    a, b = (p, src, dst), (q, dst, src)
-                    if run.can_swap(a, b):
-                        best, best_err = (a, b), abs(diff - delta)
-            if best is not None and best_err < 0.05 * delta:
-                break
-        return best
+        return best_replica_swap(run, reps, src, dst, delta, gap)
 
     def _balance_leadership(self, run: Run, g: int) -> None:
         """Move leadership between replicas of the same partition; no data moves."""

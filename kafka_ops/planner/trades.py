@@ -1,0 +1,437 @@
+"""Count-neutral trades for the load goals: replica swaps and leadership swaps.
+
+The count goals (replicas, leaders) run first with threshold 0, so afterwards almost every single
+move or leadership transfer breaks their bounds. What is left are trades that keep every count:
+a replica of p goes from s to d while a replica of q goes from d to s (same role, so leader
+counts hold too), or p's leadership passes from a to b while q's passes from b to a. Cruise
+Control's ResourceDistributionGoal does the same with swaps judged "not worse" by every earlier
+goal.
+
+Finding a good replica swap is a two-dimensional search: the pair must move the balanced load by
+about the gap between the brokers AND keep disk usage within the disk goal's bounds, which a
+search by load alone rarely does (sizes and traffic differ by the topic's retention). The swap
+search looks at, for every replica of the source, the destination's replicas nearest the ideal
+load (numpy over a window), filters them by disk slack and role, and prefers trades that copy
+no new data: a replica already moved in this plan may be re-targeted, since the plan copies it
+once, to its final broker.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Protocol, cast
+
+import numpy as np
+
+from kafka_ops.planner.context import Move, Run
+from kafka_ops.planner.state import WorkingState
+
+
+class BalanceGoal(Protocol):
+    """What the trades need of a balance goal (balance.BalanceGoal; declared here, no cycle)."""
+
+    name: str
+    resource: str
+    leader_only: bool
+
+    def item_load(self, st: WorkingState, p: int, leader: bool) -> float: ...
+
+    def bounds(self, run: Run, g: int) -> tuple[float, float]: ...
+
+    def _worst(self, run: Run, g: int, stuck: set[int]) -> tuple[int, bool] | None: ...
+
+
+_WINDOW = 48  # destination replicas nearest the ideal load looked at per source replica
+_TRY = 24  # best-scored swaps put to the vetoes before giving up on a pair of brokers
+_EFFICIENT = 0.3  # a swap must close this share of the best swap's improvement to win on cost
+
+
+class BrokerReplicas:
+    """Per broker, its group's replicas that may trade, as arrays; rebuilt when the broker changes."""
+
+    def __init__(self, goal: BalanceGoal, run: Run, g: int) -> None:
+        st = run.state
+        self.run, self.g = run, g
+        self.on = run.replicas_on()
+        # What one replica of each partition weighs, and its size (replica loads: role-blind).
+        self.load = np.array([goal.item_load(st, p, False) for p in range(st.np)], float)
+        self.size = np.array(st.size, float)
+        self.single = len(st.groups) == 1
+        self._cache: dict[int, tuple[np.ndarray, ...]] = {}
+
+    def moved(self, moves: Sequence[Move]) -> None:
+        """Keep the index in step with moves just made."""
+        for p, src, dst in moves:
+            self.on[src].remove(p)
+            self.on[dst].append(p)
+            self._cache.pop(src, None)
+            self._cache.pop(dst, None)
+
+    def arrays(self, b: int) -> tuple[np.ndarray, ...]:
+        """(partitions, loads, sizes, is-leader, on-an-original-broker) sorted by load."""
+        if b not in self._cache:
+            st = self.run.state
+            ps = self.on[b] if self.single else [p for p in self.on[b] if st.group_of(p) == self.g]
+            parr = np.array(ps, dtype=np.int64)
+            loads = self.load[parr]
+            order = np.argsort(loads, kind="stable")
+            parr = parr[order]
+            reps, orig = st.replicas, st.original
+            plist = parr.tolist()
+            self._cache[b] = (
+                parr,
+                loads[order],
+                self.size[parr],
+                np.array([reps[p][0] == b for p in plist], bool),
+                np.array([b in orig[p] for p in plist], bool),
+            )
+        return self._cache[b]
+
+
+def _vetoing(run: Run, resource: str) -> BalanceGoal | None:
+    """The earlier balance goal of this resource, if it already ran (and so vetoes)."""
+    for g in run.vetoes:
+        if getattr(g, "resource", None) == resource:
+            return cast(BalanceGoal, g)
+    return None
+
+
+def disk_slack(run: Run, src: int, dst: int) -> tuple[float, float] | None:
+    """Allowed range of (size leaving src) - (size arriving) when the disk goal vetoes, else None."""
+    disk = _vetoing(run, "disk")
+    if disk is None:
+        return None
+    st = run.state
+    lo, hi = disk.bounds(run, st.broker_group[src])
+    up = min(max(0.0, hi - st.disk[dst]), max(0.0, st.disk[src] - lo))
+    down = min(max(0.0, hi - st.disk[src]), max(0.0, st.disk[dst] - lo))
+    return -down, up
+
+
+def can_trade(run: Run, a: Move, b: Move) -> bool:
+    """Two replica moves judged together; a replica moved earlier in this plan may move on."""
+    st = run.state
+    for p, _, dst in (a, b):
+        if run.leadership_only or not run.partition_movable[p] or not run.dst_ok[dst]:
+            return False
+        if dst in st.replicas[p]:
+            return False
+    return a[0] != b[0] and all(g.accepts(run, (a, b)) for g in run.vetoes)
+
+
+def new_copies(st: WorkingState, p: int, src: int, dst: int) -> int:
+    """How many replica copies the plan gains when p's replica on src goes to dst (-1, 0, 1)."""
+    orig = st.original[p]
+    return int(dst not in orig) - int(src not in orig)
+
+
+def best_replica_swap(run: Run, reps: BrokerReplicas, src: int, dst: int, delta: float,
+                      gap: float) -> tuple[Move, Move] | None:
+    """The swap of a replica on src for one on dst that best closes ``delta`` of load per byte.
+
+    The load moved, x - y, must lie in (0, gap) (the two brokers end closer than they started);
+    among the swaps closing at least _EFFICIENT of the best one's improvement, the one copying
+    the fewest new bytes per unit of improvement wins (re-targeted replicas copy nothing).
+    """
+    st = run.state
+    ps, xs, ss, ls, os_ = reps.arrays(src)
+    pd, yd, sd, ld, od = reps.arrays(dst)
+    if not len(ps) or not len(pd):
+        return None
+    k = min(_WINDOW, len(pd))
+    centre = np.searchsorted(yd, xs - delta)
+    first = np.clip(centre - k // 2, 0, len(pd) - k)
+    j = first[:, None] + np.arange(k)[None, :]  # (n, k) destination indexes
+    diff = xs[:, None] - yd[j]
+    ok = (diff > 0) & (diff < gap)
+    slack = disk_slack(run, src, dst)
+    if slack is not None:
+        dsize = ss[:, None] - sd[j]
+        ok &= (dsize >= slack[0] - 1) & (dsize <= slack[1] + 1)
+    # Same role keeps both brokers' leader counts; a leader for a follower only where they allow.
+    leaders = st.leaders
+    lc = _vetoing(run, "leaders")
+    mixed_sd = mixed_ds = lc is None
+    if lc is not None:
+        llo, lhi = lc.bounds(run, st.broker_group[src])
+        mixed_sd = leaders[src] - 1 >= llo and leaders[dst] + 1 <= lhi  # src's leader goes
+        mixed_ds = leaders[dst] - 1 >= llo and leaders[src] + 1 <= lhi
+    same = ls[:, None] == ld[j]
+    role_ok = same
+    if mixed_sd:
+        role_ok = role_ok | (ls[:, None] & ~ld[j])
+    if mixed_ds:
+        role_ok = role_ok | (~ls[:, None] & ld[j])
+    ok &= role_ok
+    if not ok.any():
+        return None
+    rows, cols = np.nonzero(ok)
+    jj = j[rows, cols]
+    gain = delta - np.abs(diff[rows, cols] - delta)
+    good = gain > 0
+    rows, jj, gain = rows[good], jj[good], gain[good]
+    if not len(rows):
+        return None
+    # Bytes newly copied: a replica on a broker it started on costs its size when it moves; one
+    # that already moved in this plan costs nothing more (its copy is re-targeted).
+    cost = ss[rows] * os_[rows] + sd[jj] * od[jj]
+    keep = gain >= _EFFICIENT * gain.max()
+    rows, jj, gain, cost = rows[keep], jj[keep], gain[keep], cost[keep]
+    order = np.lexsort((-gain, cost / gain))[:_TRY * 4].tolist()
+    # Among the cheapest, those that leave every topic at least as even (topic-aware tie-break:
+    # the topic goals come later and may only trade within what this goal leaves).
+    nb, topic, tc = st.nb, st.topic, st.topic_count
+    ranked = []
+    for rank, i in enumerate(order):
+        p, q = int(ps[rows[i]]), int(pd[jj[i]])
+        tp, tq = topic[p] * nb, topic[q] * nb
+        spread = 0 if tp == tq else (
+            tc.get(tp + dst, 0) + 1 - tc[tp + src] + tc.get(tq + src, 0) + 1 - tc[tq + dst])
+        # A leader replica moving takes its topic's leadership along: followers first.
+        ranked.append((spread > 0, max(spread, -2), bool(ls[rows[i]] or ld[jj[i]]), rank, p, q))
+    ranked.sort()
+    for *_, p, q in ranked[:_TRY * 4]:
+        a, b = (p, src, dst), (q, dst, src)
+        if can_trade(run, a, b):
+            return a, b
+    return None
+
+
+def trade_cost(st: WorkingState, moves: Sequence[Move]) -> tuple[int, int]:
+    """(new copies, new bytes) the plan gains from these moves."""
+    n = b = 0
+    for p, src, dst in moves:
+        c = new_copies(st, p, src, dst)
+        n += c
+        b += c * st.size[p]
+    return n, b
+
+
+class _LeaderLoads:
+    """What the leader-load goal weighs per partition, once per run, and the topics' leader ranges."""
+
+    def __init__(self, goal: BalanceGoal, run: Run, g: int, n: int) -> None:
+        st = run.state
+        self.load = [goal.item_load(st, p, True) for p in range(st.np)]
+        self.arr = np.array(self.load, float)
+        totals: dict[int, int] = {}
+        for p in range(st.np):
+            if st.group_of(p) == g:
+                totals[st.topic[p]] = totals.get(st.topic[p], 0) + 1
+        self.ranges = {t: (c // n, -(-c // n)) for t, c in totals.items()}
+        self.on = run.replicas_on()
+        # Replica lists as a padded matrix (leadership changes reorder them, never change them).
+        width = max((len(r) for r in st.replicas), default=1)
+        self.reps = np.array([r + [-1] * (width - len(r)) for r in st.replicas], dtype=np.int64)
+        self.leader = np.array([r[0] for r in st.replicas], dtype=np.int64)
+        self.movable = np.array(run.partition_movable, bool)
+        self.member = np.zeros(st.nb, bool)
+        self.member[run.group_brokers(g)] = True
+        self._on: dict[int, np.ndarray] = {}
+
+    def pairs(self, run: Run, w: int) -> tuple[np.ndarray, ...]:
+        """(partitions w leads, a follower of each; partitions w follows, the leader of each)."""
+        if w not in self._on:
+            ps = np.array(self.on[w], dtype=np.int64)
+            self._on[w] = ps[self.movable[ps]]
+        ps = self._on[w]
+        lead = self.leader[ps]
+        led = ps[lead == w]
+        others = self.reps[led]
+        ok = (others >= 0) & (others != w)
+        ok &= self.member[np.maximum(others, 0)]
+        rows, cols = np.nonzero(ok)
+        follows = ps[lead != w]
+        of = self.leader[follows]
+        keep = self.member[of]
+        return led[rows], others[rows, cols], follows[keep], of[keep]
+
+    def changed(self, st: WorkingState, *ps: int) -> None:
+        """Leadership of these partitions changed."""
+        for p in ps:
+            self.leader[p] = st.replicas[p][0]
+
+    def crowding(self, st: WorkingState, p: int, old: int, new: int) -> int:
+        """How much p's leadership passing from old to new crowds its topic (negative: evens it)."""
+        t = st.topic[p]
+        nb, tl = st.nb, st.topic_leaders
+        lo, hi = self.ranges[t]
+        on_new, on_old = tl.get(t * nb + new, 0), tl.get(t * nb + old, 0)
+        return (on_new + 1 > hi) + (on_old - 1 < lo) - (on_new < lo) - (on_old > hi)
+
+
+def balance_leader_load(goal: BalanceGoal, run: Run, g: int) -> None:
+    """Even out a leader load (network out, leader bytes-in) by moving leadership only.
+
+    Single transfers where the leader count goal allows them (from a broker at its upper count
+    bound to one at its lower), else leadership trades between two brokers (leader_swap).
+    """
+    st = run.state
+    load = st.load(goal.resource)
+    brokers = run.group_brokers(g)
+    members = set(brokers)
+    mean = sum(load[b] for b in brokers) / len(brokers)
+    loads = _LeaderLoads(goal, run, g, len(brokers))
+    on = loads.on
+    lc = _vetoing(run, "leaders")
+    stuck: set[int] = set()
+    while (worst := goal._worst(run, g, stuck)) is not None:
+        w, above = worst
+        if _leader_transfer(run, loads, lc, w, above, members, on, load, mean):
+            continue
+        if not leader_swap(run, loads, w, above, members, load, mean, goal.bounds(run, g)):
+            stuck.add(w)
+        if run.capped:
+            return
+
+
+def _leader_transfer(run: Run, loads: _LeaderLoads, lc: BalanceGoal | None, w: int, above: bool,
+                     members: set[int], on: list[list[int]], load: Sequence[float],
+                     mean: float) -> bool:
+    """One leadership transfer off (or onto) w that the leader counts allow; True if made."""
+    st = run.state
+    leaders = st.leaders
+    llo, lhi = (lc.bounds(run, st.broker_group[w])
+                if lc is not None else (-math.inf, math.inf))
+    if (leaders[w] - 1 < llo) if above else (leaders[w] + 1 > lhi):
+        return False
+    found: list[tuple[float, int, int]] = []
+    for p in on[w]:
+        reps = st.replicas[p]
+        if above != (reps[0] == w) or not run.partition_movable[p]:
+            continue
+        x = loads.load[p]
+        for b in (reps[1:] if above else reps[:1]):
+            if b not in members or ((leaders[b] + 1 > lhi) if above else (leaders[b] - 1 < llo)):
+                continue
+            heavy, light = (w, b) if above else (b, w)
+            if not 0 < x < load[heavy] - load[light]:
+                continue
+            delta = min(abs(load[w] - mean), abs(load[b] - mean)) or x
+            found.append((abs(x - delta), p, light))
+    found.sort()
+    for _, p, light in found[:_TRY]:
+        if run.try_lead(p, light):
+            loads.changed(st, p)
+            return True
+    return False
+
+
+def leader_swap(run: Run, loads: _LeaderLoads, w: int, above: bool, members: set[int],
+                load: Sequence[float], mean: float,
+                bounds: tuple[float, float]) -> bool:
+    """Trade leaderships between w and one broker: p from the heavier to the lighter, q back.
+
+    Keeps both leader counts; the load moved, L(p) - L(q), must narrow the two brokers' gap.
+    Tries the trades nearest the ideal amount first (evening out the topics' leaders among
+    near-equal ones) and makes the first every goal accepts.
+    """
+    st = run.state
+    led, led_by, follows, follows_of = loads.pairs(run, w)
+    # (partition, partner): leadership passing from the heavier broker to the lighter, and back.
+    ps, pb, qs, qb = (led, led_by, follows, follows_of) if above else (follows, follows_of, led, led_by)
+    if not len(ps) or not len(qs):
+        return False
+    lo, hi = bounds
+    loadv = np.asarray(load, float)
+    # What w should shed (gain) without taking the partner out of bounds: the trade's target.
+    if above:
+        target = np.minimum(load[w] - mean, hi - loadv)
+        gap = load[w] - loadv
+    else:
+        target = np.minimum(mean - load[w], loadv - lo)
+        gap = loadv - load[w]
+    # All partners at once: the light-to-heavy side sorted by (partner, load), searched per
+    # heavy-to-light partition for the load nearest L(p) - target within its partner's segment.
+    lead = loads.arr
+    ys = lead[qs]
+    order = np.lexsort((ys, qb))
+    qb, qs, ys = qb[order], qs[order], ys[order]
+    xs = lead[ps]
+    t, gp = target[pb], gap[pb]
+    span = 4.0 * (float(np.abs(ys).max()) + float(np.abs(xs).max()) + float(np.abs(t).max()) + 1.0)
+    keys = qb * span + ys
+    want = pb * span + np.clip(xs - t, -span / 4, span / 4)
+    first = np.searchsorted(qb, pb, "left")
+    last = np.searchsorted(qb, pb, "right")
+    idx = np.searchsorted(keys, want)
+    cand_v, cand_i, cand_k = [], [], []
+    for shift in (-1, 0):
+        k = np.clip(idx + shift, first, np.maximum(first, last - 1))
+        k = np.minimum(k, len(qs) - 1)
+        d = xs - ys[k]
+        # The useful part of the load moved: past the target it counts against the trade.
+        value = np.where(d <= t, d, 2 * t - d)
+        ok = (first < last) & (qb[k] == pb) & (t > 0) & (d > 0) & (d < gp) & (value > 0)
+        cand_v.append(value[ok])
+        cand_i.append(np.nonzero(ok)[0])
+        cand_k.append(k[ok])
+    value = np.concatenate(cand_v)
+    if not len(value):
+        return False
+    ii, kk = np.concatenate(cand_i), np.concatenate(cand_k)
+    n = min(len(value), 4 * _TRY)
+    top = np.argpartition(-value, n - 1)[:n]
+    found = [(-v, p, q, b) for v, p, q, b in zip(
+        value[top].tolist(), ps[ii[top]].tolist(), qs[kk[top]].tolist(), pb[ii[top]].tolist(),
+        strict=True)]
+    found.sort()
+    best = found[:4 * _TRY]
+    vmax = -best[0][0]
+    ranked = []
+    for v, p, q, b in best:
+        crowd = (loads.crowding(st, p, *((w, b) if above else (b, w)))
+                 + loads.crowding(st, q, *((b, w) if above else (w, b))))
+        # Trades that leave every topic's leaders at least as even first (the topic leader
+        # goal comes later and can hardly trade within bounds this tight), then by value.
+        ranked.append((crowd > 0, int((vmax + v) / (0.1 * vmax)), crowd, v, p, q, b))
+    ranked.sort()
+    for *_, p, q, b in ranked[:_TRY]:
+        heavy, light = (w, b) if above else (b, w)
+        if run.try_lead_swap((p, light), (q, heavy)):
+            loads.changed(st, p, q)
+            return True
+    return False
+
+
+def unreachable(goal: BalanceGoal, run: Run, g: int) -> str | None:
+    """What the summary says when the goal ends above its bound in group g, naming the partition.
+
+    The broker holding the largest single load (the leader, for leader loads) also carries its
+    share of the count goals' replicas or leaders; when even the group's smallest loads cannot
+    fill that share without crossing the upper bound, no plan reaches it ("not reachable").
+    Otherwise the warning names the worst broker and its largest partition ("not reached").
+    """
+    st = run.state
+    brokers = run.group_brokers(g)
+    load = st.load(goal.resource)
+    mean = sum(load[b] for b in brokers) / max(1, len(brokers))
+    if mean <= 0:
+        return None
+    _, hi = goal.bounds(run, g)
+    worst = max(brokers, key=lambda b: (load[b], -b))
+    if load[worst] <= hi * (1 + 1e-9):
+        return None
+    ps = [p for p in range(st.np) if st.group_of(p) == g]
+    if goal.leader_only:
+        items = [goal.item_load(st, p, True) for p in ps]
+        share = len(ps) // len(brokers)
+    else:
+        items = [goal.item_load(st, p, False) for p in ps for _ in st.replicas[p]]
+        share = len(items) // len(brokers)
+    x, p = max((goal.item_load(st, p, True), p) for p in ps)
+    bound = hi / mean
+    floor_load = x + sum(sorted(items)[:max(0, share - 1)])
+    limit = f"{round(bound, 3):g}"
+    if floor_load > hi:
+        return (f"{goal.name}: {st.tps[p]} alone is {x / mean:.2f}x a broker's mean; with its "
+                f"share of {'leaders' if goal.leader_only else 'replicas'} the broker holding it "
+                f"carries at least {floor_load / mean:.2f}x, so {limit} is not reachable")
+    mine = [q for q in ps if (st.replicas[q][0] == worst if goal.leader_only
+                              else worst in st.replicas[q])]
+    y, q = max(((goal.item_load(st, q, True), q) for q in mine), default=(0.0, -1))
+    largest = "" if q == p else f"; the largest partition, {st.tps[p]}, is {x / mean:.2f}x"
+    return (f"{goal.name}: {limit} not reached: broker {st.broker_ids[worst]} ends at "
+            f"{load[worst] / mean:.3f}x the mean (its largest partition, {st.tps[q]}, is "
+            f"{y / mean:.2f}x{largest}); no trade the earlier goals accept evens it out")

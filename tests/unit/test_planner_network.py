@@ -1,0 +1,107 @@
+"""Network and leader-load balance: what only count-neutral trades can reach, and the warning
+when one partition makes a bound unreachable.
+
+The count goals (replicas, leaders) run first with threshold 0, so on these clusters every
+single replica move or leadership transfer breaks them: only a leadership trade (p's leadership
+one way, q's the other) or a replica swap of the same role and about the same size keeps them.
+"""
+
+from __future__ import annotations
+
+from kafka_ops.generator import generate_cluster
+from kafka_ops.model import Broker, ClusterModel, Partition
+from kafka_ops.planner import PlannerOptions, plan_rebalance
+from kafka_ops.planner.goals import SOFT_GOALS
+
+GiB = 1024**3
+
+
+def part(topic: str, p: int, replicas: tuple[int, ...], size: int = GiB, rate: float = 1.0,
+         out: float = 1.0) -> Partition:
+    return Partition(topic, p, replicas, leader=replicas[0], size_bytes=size,
+                     bytes_in_per_sec=rate, bytes_out_per_sec=out)
+
+
+def after(result: object, name: str) -> dict[str, float]:
+    return next(g.after for g in result.summary.goals if g.name == name)  # type: ignore[attr-defined]
+
+
+def test_default_network_thresholds_are_the_issue_targets() -> None:
+    assert SOFT_GOALS["network_in"].default_threshold == 0.05  # type: ignore[attr-defined]
+    assert SOFT_GOALS["network_out"].default_threshold == 0.05  # type: ignore[attr-defined]
+    assert SOFT_GOALS["leader_bytes_in"].default_threshold <= 0.10  # type: ignore[attr-defined]
+    assert SOFT_GOALS["disk"].default_threshold <= 0.025  # type: ignore[attr-defined]
+
+
+def test_network_out_needs_a_leadership_trade() -> None:
+    """Broker 0 sends 100, broker 1 sends 50; each leads one partition of each topic.
+
+    Any single transfer breaks the exact leader count (and a topic's leader spread); trading
+    a-0 (60) for a-1 (35), or b-0 (40) for b-1 (15), evens it out.
+    """
+    brokers = [Broker(0), Broker(1)]
+    c = ClusterModel(brokers, [
+        part("a", 0, (0, 1), rate=0.0, out=60.0),
+        part("b", 0, (0, 1), rate=0.0, out=40.0),
+        part("a", 1, (1, 0), rate=0.0, out=35.0),
+        part("b", 1, (1, 0), rate=0.0, out=15.0),
+    ])
+    result = plan_rebalance(c)
+    assert result.summary.replica_moves == 0
+    assert after(result, "leader_count")["max_minus_min"] == 0
+    assert after(result, "network_out")["max_over_mean"] <= 1.05
+    assert not result.summary.warnings
+    leaders = {(tp.topic, tp.partition): reps[0] for tp, reps in result.plan.replicas.items()}
+    assert leaders in ({("a", 0): 1, ("a", 1): 0}, {("b", 0): 1, ("b", 1): 0})
+
+
+def test_network_in_needs_a_size_matched_replica_swap() -> None:
+    """Two brokers with four replicas and 40 GiB each; broker 0 takes 7 bytes/s, broker 1 five.
+
+    A single move breaks the replica count and a swap of different sizes the disk bound (2.5%):
+    only a trade of two 10 GiB replicas whose rates differ by about one evens traffic out.
+    """
+    c = ClusterModel([Broker(0), Broker(1)], [
+        part("a", 0, (0,), size=10 * GiB, rate=4.0),
+        *(part("f", i, (0,), size=10 * GiB, rate=1.0) for i in range(3)),
+        part("c", 0, (1,), size=10 * GiB, rate=2.8),
+        part("g", 0, (1,), size=5 * GiB, rate=1.0),
+        part("g", 1, (1,), size=15 * GiB, rate=1.0),
+        part("g", 2, (1,), size=10 * GiB, rate=0.2),
+    ])
+    result = plan_rebalance(c)
+    assert result.summary.replica_moves == 2
+    assert after(result, "replica_count")["max_minus_min"] == 0
+    assert after(result, "disk")["max_over_mean"] == 1.0
+    assert after(result, "network_in")["max_over_mean"] <= 1.05
+
+
+def test_one_partition_too_big_is_named_in_a_warning() -> None:
+    """t-0 alone takes 100 of 105 bytes/s of traffic: no plan gets network in within 5%."""
+    brokers = [Broker(b) for b in range(3)]
+    parts = [part("t", 0, (0,), rate=100.0, out=0.0)]
+    parts += [part("u", i, (i % 3,), rate=1.0, out=0.0) for i in range(5)]
+    result = plan_rebalance(ClusterModel(brokers, parts))
+    warning = next(w for w in result.summary.warnings if w.startswith("network_in:"))
+    assert "t-0" in warning and "not reachable" in warning
+    assert "network_in" in result.summary.format_text()
+
+
+def test_balanced_loads_give_no_warning() -> None:
+    brokers = [Broker(b) for b in range(3)]
+    parts = [part("t", i, (i % 3, (i + 1) % 3)) for i in range(6)]
+    result = plan_rebalance(ClusterModel(brokers, parts))
+    assert not result.summary.warnings
+
+
+def test_grown_cluster_reaches_every_load_target() -> None:
+    """A generator cluster (grown over years, new empty brokers): every load goal within bounds."""
+    c = generate_cluster("medium", seed=3, partitions=3000, brokers=12, new_brokers=2)
+    result = plan_rebalance(c, options=PlannerOptions())
+    assert after(result, "replica_count")["max_minus_min"] <= 1
+    assert after(result, "leader_count")["max_minus_min"] <= 1
+    assert after(result, "disk")["max_over_mean"] <= 1.03
+    assert after(result, "network_in")["max_over_mean"] <= 1.05
+    assert after(result, "network_out")["max_over_mean"] <= 1.05
+    assert after(result, "leader_bytes_in")["max_over_mean"] <= 1.10
+    assert not [w for w in result.summary.warnings if "network" in w]
