@@ -304,7 +304,7 @@ class BalanceGoal:
             w, above = worst
             lw = load[w]
             best: tuple[int, int] | None = None
-            bc, bl, bp = 0, 0, 0  # the best key: crowding, +-load of the other broker, partition
+            bc, bl, bp = 0, 0.0, 0  # the best key: crowding, +-load of the other broker, partition
             if above:
                 for p in led[w]:
                     reps = replicas[p]
@@ -487,7 +487,7 @@ def _nearest(lst: Sequence[tuple[float, int]], target: float, n: int) -> list[tu
     size = len(lst)
     i = bisect_left(lst, (target, -1))
     lo, hi = i - 1, i
-    out = []
+    out: list[tuple[float, int]] = []
     while len(out) < n:
         if lo >= 0 and (hi >= size or target - lst[lo][0] <= lst[hi][0] - target):
             out.append(lst[lo])

@@ -54,12 +54,10 @@ def relocate(run: Run, goal: HardGoal, p: int, src: int, required: bool = True) 
     group = st.groups[st.group_of(p)]
     limit = rack_limit(run, p)
     per_rack = Counter(st.rack[b] for b in st.replicas[p] if b != src)
-    best = None
-    for b in group.brokers:
-        if run.can_move(p, src, b, retarget=True):
-            key = (per_rack[st.rack[b]] >= limit, st.count[b], st.disk[b], b)
-            if best is None or key < best:
-                best = key
+    # The least loaded broker the vetoes accept: keys first (cheap), vetoes in key order.
+    count, disk, rack = st.count, st.disk, st.rack
+    keys = sorted((per_rack[rack[b]] >= limit, count[b], disk[b], b) for b in group.brokers)
+    best = next((key for key in keys if run.can_move(p, src, key[3], retarget=True)), None)
     if best is not None and run.try_move(p, src, best[3], retarget=True):
         return True
     if make_room_and_move(run, p, src, lambda b: per_rack[st.rack[b]] < limit
@@ -295,14 +293,12 @@ class RackAwarenessGoal(HardGoal):
         srcs = sorted(crowded, key=lambda b: (not st.movable(p, b), st.replicas[p].index(b) == 0,
                                               -st.count[b]))
         group = st.groups[st.group_of(p)]
+        rack, count, disk = st.rack, st.count, st.disk
         for src in srcs:
-            best = None
-            for b in group.brokers:
-                if (st.rack[b] != st.rack[src] and per_rack[st.rack[b]] < limit
-                        and run.can_move(p, src, b, retarget=True)):
-                    key = (st.count[b], st.disk[b], b)
-                    if best is None or key < best:
-                        best = key
+            # The least loaded broker with rack room the vetoes accept: the vetoes in key order.
+            keys = sorted((count[b], disk[b], b) for b in group.brokers
+                          if rack[b] != rack[src] and per_rack[rack[b]] < limit)
+            best = next((key for key in keys if run.can_move(p, src, key[2], retarget=True)), None)
             if best is not None and run.try_move(p, src, best[2], retarget=True):
                 return
         for src in srcs:
