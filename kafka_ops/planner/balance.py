@@ -13,6 +13,8 @@ import heapq
 import math
 from bisect import bisect_left, insort
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import compress
+from operator import sub
 from typing import NamedTuple
 
 from kafka_ops.planner.context import Move, Run
@@ -698,13 +700,16 @@ class _TopicIndex:
 
     def fullest(self, b: int) -> list[int]:
         if self._age.get(b, _REORDER) >= _REORDER:
-            st, nb = self.st, self.st.nb
-            mean, counts = self.mean, st.topic_count
+            nb = self.st.nb
+            topics = self._topics.get(b, [])
+            # Every (topic, b) key exists in topic_count: b held the topic when this was built.
+            counts = list(map(self.st.topic_count.__getitem__, [t * nb + b for t in topics]))
             # A topic b holds one replica of never evens out by leaving b: dropped for good
             # (b only gives in this goal; what it receives could not move again anyway).
-            topics = [t for t in self._topics.get(b, ()) if counts.get(t * nb + b, 0) >= 2]
+            keep = [c >= 2 for c in counts]
+            topics = list(compress(topics, keep))
             self._topics[b] = topics
-            excess = [counts.get(t * nb + b, 0) - mean[t] for t in topics]
+            excess = list(map(sub, compress(counts, keep), map(self.mean.__getitem__, topics)))
             order = sorted(range(len(topics)), key=excess.__getitem__, reverse=True)
             self._order[b] = [topics[i] for i in order[:_TOPIC_SCAN]]
             self._age[b] = 0

@@ -174,6 +174,9 @@ class DistinctBrokersGoal(HardGoal):
         reps = run.state.replicas
         return all(dst not in reps[p] for p, _, dst in moves)
 
+    def accepts_move(self, run: Run, p: int, src: int, dst: int) -> bool:
+        return dst not in run.state.replicas[p]
+
 
 class BrokerExclusionsGoal(HardGoal):
     """Dead and excluded (draining) brokers hold nothing; demoted ones lead nothing."""
@@ -205,6 +208,10 @@ class BrokerExclusionsGoal(HardGoal):
         st = run.state
         return all(st.eligible[dst] and not (st.demoted[dst] and st.replicas[p][0] == src)
                    for p, src, dst in moves)
+
+    def accepts_move(self, run: Run, p: int, src: int, dst: int) -> bool:
+        st = run.state
+        return st.eligible[dst] and not (st.demoted[dst] and st.replicas[p][0] == src)
 
     def accepts_leadership(self, run: Run, p: int, old: int, new: int) -> bool:
         st = run.state
@@ -242,6 +249,10 @@ class PoolMembershipGoal(HardGoal):
     def accepts(self, run: Run, moves: Sequence[Move]) -> bool:
         st = run.state
         return all(dst in st.in_group[st.group_of(p)] for p, _, dst in moves)
+
+    def accepts_move(self, run: Run, p: int, src: int, dst: int) -> bool:
+        st = run.state
+        return dst in st.in_group[st.group_of_topic[st.topic[p]]]
 
     def violations(self, run: Run) -> list[str]:
         st = run.state
@@ -293,11 +304,11 @@ class RackAwarenessGoal(HardGoal):
         srcs = sorted(crowded, key=lambda b: (not st.movable(p, b), st.replicas[p].index(b) == 0,
                                               -st.count[b]))
         group = st.groups[st.group_of(p)]
-        rack, count, disk = st.rack, st.count, st.disk
+        rack_of, count, disk = st.rack, st.count, st.disk
         for src in srcs:
             # The least loaded broker with rack room the vetoes accept: the vetoes in key order.
             keys = sorted((count[b], disk[b], b) for b in group.brokers
-                          if rack[b] != rack[src] and per_rack[rack[b]] < limit)
+                          if rack_of[b] != rack_of[src] and per_rack[rack_of[b]] < limit)
             best = next((key for key in keys if run.can_move(p, src, key[2], retarget=True)), None)
             if best is not None and run.try_move(p, src, best[2], retarget=True):
                 return
@@ -331,6 +342,17 @@ class RackAwarenessGoal(HardGoal):
             if sum(1 for b in st.replicas[p] if st.rack[b] == rack) + 1 > rack_limit(run, p):
                 return False
         return True
+
+    def accepts_move(self, run: Run, p: int, src: int, dst: int) -> bool:
+        racks = run.state.rack
+        rack = racks[dst]
+        if rack == racks[src]:
+            return True
+        n = 0
+        for b in run.state.replicas[p]:
+            if racks[b] == rack:
+                n += 1
+        return n == 0 or n + 1 <= rack_limit(run, p)  # every rack may hold one (limit >= 1)
 
     def violations(self, run: Run) -> list[str]:
         st = run.state
@@ -485,6 +507,9 @@ class CapacityGoal(HardGoal):
                 if dv > 0 and v + dv > lim:
                     return False
         return True
+
+    def accepts_move(self, run: Run, p: int, src: int, dst: int) -> bool:
+        return self.accepts(run, ((p, src, dst),))
 
     def accepts_leadership(self, run: Run, p: int, old: int, new: int) -> bool:
         st = run.state
