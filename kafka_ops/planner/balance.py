@@ -518,7 +518,10 @@ class ReplicaCountGoal(BalanceGoal):
         st = run.state
         brokers = run.group_brokers(g)
         on = run.movable_replicas()
-        cands = {b: sorted((st.size[p], p) for p in on[b] if st.group_of(p) == g) for b in brokers}
+        size = st.size
+        if len(st.groups) > 1:
+            on = [[p for p in ps if st.group_of(p) == g] for ps in on]
+        cands = {b: sorted(zip(map(size.__getitem__, on[b]), on[b])) for b in brokers}
         lo, hi = self.bounds(run, g)
         n = len(brokers)
         mean = _Means(sum(st.count[b] for b in brokers) / n, sum(st.disk[b] for b in brokers) / n)

@@ -104,8 +104,9 @@ class Run:
         """Per broker, the movable partitions with a replica on it (for leadership changes)."""
         st = self.state
         on: list[list[int]] = [[] for _ in range(st.nb)]
+        movable = self.partition_movable
         for p, reps in enumerate(st.replicas):
-            if self.partition_movable[p]:
+            if movable[p]:
                 for b in reps:
                     on[b].append(p)
         return on
@@ -114,10 +115,12 @@ class Run:
         """Per broker, the partitions whose replica on it may still move (in partition order)."""
         st = self.state
         on: list[list[int]] = [[] for _ in range(st.nb)]
+        movable, original = self.partition_movable, st.original
         for p, reps in enumerate(st.replicas):
-            if self.partition_movable[p]:
+            if movable[p]:
+                orig = original[p]
                 for b in reps:
-                    if st.movable(p, b):
+                    if b in orig:  # WorkingState.movable, inlined: this runs per replica
                         on[b].append(p)
         return on
 

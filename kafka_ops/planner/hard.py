@@ -165,6 +165,17 @@ def why_no_broker(run: Run, p: int, src: int, retarget: bool = False) -> str:
     return f" ({len(group.brokers)} brokers in {group.name!r}: {detail})"
 
 
+def _distinct_racks(rack: Sequence[int], reps: Sequence[int]) -> bool:
+    """Whether every replica of reps is in a rack of its own (the common case, made cheap)."""
+    n = len(reps)
+    if n == 2:
+        return rack[reps[0]] != rack[reps[1]]
+    if n == 3:
+        a, b, c = rack[reps[0]], rack[reps[1]], rack[reps[2]]
+        return a != b and a != c and b != c
+    return n < 2 or len({rack[b] for b in reps}) == n
+
+
 class DistinctBrokersGoal(HardGoal):
     """A partition's replicas are on distinct brokers."""
 
@@ -183,9 +194,18 @@ class BrokerExclusionsGoal(HardGoal):
 
     name = "broker_exclusions"
 
+    @staticmethod
+    def _suspects(st: WorkingState) -> list[int]:
+        """Partitions with a replica on a dead, excluded or demoted broker (the only ones that
+        can break this goal: no action of a hard goal puts a replica or leader there)."""
+        bad = {b for b in range(st.nb) if not st.eligible[b] or st.demoted[b]}
+        if not bad:
+            return []
+        return [p for p, reps in enumerate(st.replicas) if not bad.isdisjoint(reps)]
+
     def optimize(self, run: Run) -> None:
         st = run.state
-        for p in range(st.np):
+        for p in self._suspects(st):
             if not run.partition_movable[p]:
                 continue
             if not run.leadership_only:
@@ -220,7 +240,7 @@ class BrokerExclusionsGoal(HardGoal):
     def violations(self, run: Run) -> list[str]:
         st, ids = run.state, run.state.broker_ids
         out: list[str] = []
-        for p in range(st.np):
+        for p in self._suspects(st):
             if not run.partition_movable[p]:
                 continue
             if not run.leadership_only:
@@ -237,9 +257,17 @@ class PoolMembershipGoal(HardGoal):
 
     name = "pool_membership"
 
+    @staticmethod
+    def _suspects(st: WorkingState) -> range | list[int]:
+        """Partitions that may have a replica outside their group: none with one group of all
+        brokers (no pools)."""
+        if len(st.groups) == 1 and len(st.in_group[0]) == st.nb:
+            return []
+        return range(st.np)
+
     def optimize(self, run: Run) -> None:
         st = run.state
-        for p in range(st.np):
+        for p in self._suspects(st):
             if run.partition_movable[p]:
                 members = st.in_group[st.group_of(p)]
                 for b in list(st.replicas[p]):
@@ -257,7 +285,7 @@ class PoolMembershipGoal(HardGoal):
     def violations(self, run: Run) -> list[str]:
         st = run.state
         out = []
-        for p in range(st.np):
+        for p in self._suspects(st):
             g = st.group_of(p)
             bad = [st.broker_ids[b] for b in st.replicas[p] if b not in st.in_group[g]]
             if bad and run.partition_movable[p]:
@@ -280,13 +308,13 @@ class RackAwarenessGoal(HardGoal):
 
     def optimize(self, run: Run) -> None:
         st = run.state
-        for p in range(st.np):
-            if not run.partition_movable[p] or run.leadership_only:
-                continue
+        if run.leadership_only:
+            return
+        rk, movable = st.rack, run.partition_movable
+        for p, reps in enumerate(st.replicas):
+            if not movable[p] or _distinct_racks(rk, reps):
+                continue  # one replica per rack never crowds one (every limit is at least 1)
             limit = rack_limit(run, p)
-            reps = st.replicas[p]
-            if len(reps) == 1:
-                continue
             per_rack = Counter(st.rack[b] for b in reps)
             while max(per_rack.values()) > limit:
                 self._spread_one(run, p, per_rack, limit)
@@ -357,12 +385,11 @@ class RackAwarenessGoal(HardGoal):
     def violations(self, run: Run) -> list[str]:
         st = run.state
         out = []
-        for p in range(st.np):
-            if not run.partition_movable[p]:
-                continue
-            racks = [st.rack[b] for b in st.replicas[p]]
-            if len(set(racks)) == len(racks):
+        rk, movable = st.rack, run.partition_movable
+        for p, reps in enumerate(st.replicas):
+            if not movable[p] or _distinct_racks(rk, reps):
                 continue  # one replica per rack never crowds one
+            racks = [rk[b] for b in reps]
             crowded = max(Counter(racks).values())
             if crowded > rack_limit(run, p):
                 out.append(f"{st.tps[p]} has {crowded} replicas in one rack "
