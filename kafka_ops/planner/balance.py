@@ -521,7 +521,7 @@ class ReplicaCountGoal(BalanceGoal):
         size = st.size
         if len(st.groups) > 1:
             on = [[p for p in ps if st.group_of(p) == g] for ps in on]
-        cands = {b: sorted(zip(map(size.__getitem__, on[b]), on[b])) for b in brokers}
+        cands = {b: sorted(zip(map(size.__getitem__, on[b]), on[b], strict=True)) for b in brokers}
         lo, hi = self.bounds(run, g)
         n = len(brokers)
         mean = _Means(sum(st.count[b] for b in brokers) / n, sum(st.disk[b] for b in brokers) / n)
