@@ -308,16 +308,22 @@ class BalanceGoal:
             best: tuple[int, int] | None = None
             bc, bl, bp = 0, 0.0, 0  # the best key: crowding, +-load of the other broker, partition
             if above:
+                limit = lw - 2  # the transfer must narrow the gap between the two brokers
                 for p in led[w]:
                     reps = replicas[p]
+                    if len(reps) == 2:  # the common case first: one follower, cheap to rule out
+                        if load[reps[1]] > limit:
+                            continue
+                    elif min(load[f] for f in reps[1:]) > limit:
+                        continue
                     kt = topic[p] * nb
                     t_lo, t_hi = lead_range[topic[p]]
                     on_old = tl.get(kt + w, 0)
                     old_c = (on_old - 1 < t_lo) - (on_old > t_hi)
                     for f in reps[1:]:
                         lf = load[f]
-                        if lw - lf <= 1:
-                            continue  # the transfer must narrow the gap between the two brokers
+                        if lf > limit:
+                            continue
                         on_new = tl.get(kt + f, 0)
                         c = (on_new + 1 > t_hi) - (on_new < t_lo) + old_c
                         if best is not None and (c, lf, p) >= (bc, bl, bp):
@@ -513,6 +519,16 @@ class ReplicaCountGoal(BalanceGoal):
 
     def __init__(self) -> None:
         super().__init__("replica_count", "replicas", 0.0)
+
+    def accepts_move(self, run: Run, p: int, src: int, dst: int) -> bool:
+        """accepts() of one move, without the deltas dict: later goals ask this per candidate."""
+        st = run.state
+        count, group, eligible = st.count, st.broker_group, st.eligible
+        g = group[src]
+        if g >= 0 and eligible[src] and count[src] - 1 < self.bounds(run, g)[0]:
+            return False
+        g = group[dst]
+        return not (g >= 0 and eligible[dst] and count[dst] + 1 > self.bounds(run, g)[1])
 
     def _balance_replicas(self, run: Run, g: int) -> None:
         st = run.state
