@@ -314,8 +314,8 @@ class BalanceGoal:
                     if len(reps) == 2:  # the common case first: one follower, cheap to rule out
                         if load[reps[1]] > limit:
                             continue
-                    elif min(load[f] for f in reps[1:]) > limit:
-                        continue
+                    elif len(reps) < 2 or min(load[f] for f in reps[1:]) > limit:
+                        continue  # no follower, or none emptier enough
                     kt = topic[p] * nb
                     t_lo, t_hi = lead_range[topic[p]]
                     on_old = tl.get(kt + w, 0)
