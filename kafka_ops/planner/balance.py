@@ -13,9 +13,9 @@ import heapq
 import math
 from bisect import bisect_left, insort
 from collections.abc import Iterator, Mapping, Sequence
-from itertools import compress
-from operator import sub
 from typing import NamedTuple
+
+import numpy as np
 
 from kafka_ops.planner.context import Move, Run
 from kafka_ops.planner.state import WorkingState
@@ -593,6 +593,7 @@ class ReplicaCountGoal(BalanceGoal):
                 st.move(p, s, d)
                 del cands[s][i]
                 topics.forget(s, p)
+                topics.moved(p, s, d)
                 if st.count[s] > limit:
                     heapq.heappush(srcs, (-st.count[s], s))
                 if st.count[d] < limit:
@@ -711,28 +712,54 @@ class _TopicIndex:
         for b, lst in cands.items():
             for x, p in lst:  # already by size
                 self.on.setdefault(st.topic[p] * nb + b, []).append((x, p))
-        self._topics: dict[int, list[int]] = {}
+        topics_of: dict[int, list[int]] = {}
         for key in self.on:
-            self._topics.setdefault(key % nb, []).append(key // nb)
+            topics_of.setdefault(key % nb, []).append(key // nb)
+        # Per broker, its topics as arrays (in first-seen order): topic, mean, current count, and
+        # whether the topic is still in the running; where each topic sits in them.
+        counts = st.topic_count
+        self._topics: dict[int, np.ndarray] = {}
+        self._means: dict[int, np.ndarray] = {}
+        self._counts: dict[int, np.ndarray] = {}
+        self._live: dict[int, np.ndarray] = {}
+        self._slot: dict[int, dict[int, int]] = {}
+        for b, ts in topics_of.items():
+            self._topics[b] = np.array(ts, dtype=np.int64)
+            self._means[b] = np.array([self.mean[t] for t in ts], dtype=np.float64)
+            self._counts[b] = np.array([counts[t * nb + b] for t in ts], dtype=np.int64)
+            self._live[b] = np.ones(len(ts), dtype=bool)
+            self._slot[b] = {t: i for i, t in enumerate(ts)}
+        self._topics_seen = topics_of  # for tests: each broker's topics, first-seen order
         self._order: dict[int, list[int]] = {}
         self._age: dict[int, int] = {}
 
     def fullest(self, b: int) -> list[int]:
         if self._age.get(b, _REORDER) >= _REORDER:
-            nb = self.st.nb
-            topics = self._topics.get(b, [])
-            # Every (topic, b) key exists in topic_count: b held the topic when this was built.
-            counts = list(map(self.st.topic_count.__getitem__, [t * nb + b for t in topics]))
-            # A topic b holds one replica of never evens out by leaving b: dropped for good
-            # (b only gives in this goal; what it receives could not move again anyway).
-            keep = [c >= 2 for c in counts]
-            topics = list(compress(topics, keep))
-            self._topics[b] = topics
-            excess = list(map(sub, compress(counts, keep), map(self.mean.__getitem__, topics)))
-            order = sorted(range(len(topics)), key=excess.__getitem__, reverse=True)
-            self._order[b] = [topics[i] for i in order[:_TOPIC_SCAN]]
+            if b not in self._topics:
+                self._order[b] = []
+            else:
+                live = self._live[b]
+                counts = self._counts[b]
+                # A topic b holds one replica of never evens out by leaving b: dropped for good
+                # (b only gives in this goal; what it receives could not move again anyway).
+                live &= counts >= 2
+                sel = np.flatnonzero(live)
+                excess = counts[sel] - self._means[b][sel]
+                # Fullest first; equal excess in first-seen order (a stable sort, as sorted()).
+                order = sel[np.argsort(-excess, kind="stable")[:_TOPIC_SCAN]]
+                self._order[b] = self._topics[b][order].tolist()
             self._age[b] = 0
         return self._order[b]
+
+    def moved(self, p: int, src: int, dst: int) -> None:
+        """p's replica moved from src to dst: both brokers' topic counts follow topic_count."""
+        t = self.st.topic[p]
+        for b, d in ((src, -1), (dst, 1)):
+            slot = self._slot.get(b)
+            if slot is not None:
+                i = slot.get(t)
+                if i is not None:
+                    self._counts[b][i] += d
 
     def forget(self, b: int, p: int) -> None:
         lst = self.on.get(self.st.topic[p] * self.st.nb + b)

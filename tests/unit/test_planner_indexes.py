@@ -67,3 +67,36 @@ def test_worst_count_picks_the_same_broker_as_a_scan() -> None:
         hi = lo + rng.randint(0, 2)
         stuck = set(rng.sample(brokers, rng.randint(0, n)))
         assert _worst_count(load, brokers, lo, hi, stuck) == _worst_by_scan(load, brokers, lo, hi, stuck)
+
+
+def test_topic_index_fullest_order_matches_a_recomputation_after_random_moves() -> None:
+    from kafka_ops.planner.balance import _REORDER, _TOPIC_SCAN, _TopicIndex
+
+    st = WorkingState(generate_cluster("small", seed=4))
+    run = Run(st, PlannerOptions())
+    on = run.movable_replicas()
+    cands = {b: sorted((st.size[p], p) for p in on[b]) for b in range(st.nb)}
+    index = _TopicIndex(st, cands)
+    dropped: dict[int, set[int]] = {b: set() for b in range(st.nb)}  # dropped for good, as fullest()
+    rng = random.Random(9)
+    nb = st.nb
+    moves = 0
+    for _ in range(3000):
+        p = rng.randrange(st.np)
+        src = rng.choice(st.replicas[p])
+        dst = rng.randrange(nb)
+        if dst in st.replicas[p]:
+            continue
+        st.move(p, src, dst)
+        index.moved(p, src, dst)
+        moves += 1
+        for b in (src, dst):
+            index._age[b] = _REORDER  # force a refresh: compare with the plain computation
+            got = index.fullest(b)
+            topics = [t for t in index._topics_seen.get(b, []) if t not in dropped[b]]
+            alive = [t for t in topics if st.topic_count.get(t * nb + b, 0) >= 2]
+            dropped[b] |= set(topics) - set(alive)
+            want = sorted(alive, key=lambda t: st.topic_count[t * nb + b] - index.mean[t],
+                          reverse=True)[:_TOPIC_SCAN]
+            assert got == want
+    assert moves > 1000
