@@ -301,18 +301,41 @@ class BalanceGoal:
         nb, topic, tl, replicas = st.nb, st.topic, st.topic_leaders, st.replicas
         can_lead = run.can_lead
         lo, hi = self.bounds(run, g)
+        # The lowest crowding a transfer can have: -1 on the old leader's side only if it leads
+        # more of the topic than its share (``crowded`` counts those topics per broker), -1 on
+        # the new one's only in a topic with at least one leader per broker.
+        new_floor = -1 if any(t_lo >= 1 for t_lo, _ in lead_range.values()) else 0
+        crowded = [0] * nb
+        for key, n in tl.items():
+            r = lead_range.get(key // nb)
+            if r is not None and n > r[1]:
+                crowded[key % nb] += 1
+
+        def note(p: int, old: int, new: int) -> None:
+            """Leadership of p passed from old to new: the index and ``crowded`` follow."""
+            index.moved(p, old, new)
+            kt, t_hi = topic[p] * nb, lead_range[topic[p]][1]
+            for b, was in ((old, 1), (new, -1)):
+                n = tl.get(kt + b, 0)
+                crowded[b] += (n > t_hi) - (n + was > t_hi)
+
         stuck: set[int] = set()
         while (worst := _worst_count(load, brokers, lo, hi, stuck)) is not None:
             w, above = worst
             lw = load[w]
             best: tuple[int, int] | None = None
             bc, bl, bp = 0, 0.0, 0  # the best key: crowding, +-load of the other broker, partition
+            # Once the best has the lowest crowding, only a lighter (heavier) other end beats it,
+            # and none beats the emptiest (fullest) broker of the group: the scan may stop.
             if above:
                 limit = lw - 2  # the transfer must narrow the gap between the two brokers
+                edge = min(map(load.__getitem__, brokers))
+                floor = new_floor - (crowded[w] > 0)
                 for p in led[w]:
                     reps = replicas[p]
                     if len(reps) == 2:  # the common case first: one follower, cheap to rule out
-                        if load[reps[1]] > limit:
+                        lf = load[reps[1]]
+                        if lf > limit or (bc == floor and best is not None and lf >= bl):
                             continue
                     elif len(reps) < 2 or min(load[f] for f in reps[1:]) > limit:
                         continue  # no follower, or none emptier enough
@@ -330,13 +353,15 @@ class BalanceGoal:
                             continue
                         if can_lead(p, f):
                             best, bc, bl, bp = (p, f), c, lf, p
-                    if best is not None and bc <= 0 and load[best[1]] < lo:
+                    if best is not None and bc <= 0 and (bl < lo or (bc == floor and bl <= edge)):
                         break  # a transfer between a broker above and one below: none is better
             else:
+                edge = max(map(load.__getitem__, brokers))
+                floor = new_floor - any(crowded[b] for b in brokers)
                 for p in followed[w]:
                     lead = replicas[p][0]
                     ll = load[lead]
-                    if ll - lw <= 1:
+                    if ll - lw <= 1 or (bc == floor and best is not None and -ll >= bl):
                         continue
                     kt = topic[p] * nb
                     t_lo, t_hi = lead_range[topic[p]]
@@ -346,7 +371,7 @@ class BalanceGoal:
                         continue
                     if can_lead(p, w):
                         best, bc, bl, bp = (p, w), c, -ll, p
-                        if bc <= 0 and ll > hi:
+                        if bc <= 0 and (ll > hi or (bc == floor and ll >= edge)):
                             break  # as above
             if best is None:
                 chain = self._leader_chain(run, g, w, above, index)
@@ -354,9 +379,15 @@ class BalanceGoal:
                     stuck.add(w)
                 else:
                     olds = [(p, replicas[p][0]) for p, _ in chain]
+                    # Steps may share a topic and a broker: ``crowded`` from before and after.
+                    keys = {topic[p] * nb + b: topic[p] for p, _ in chain for b in replicas[p]}
+                    before = {k: tl.get(k, 0) for k in keys}
                     if _apply_chain(run, chain):
                         for p, old in olds:
                             index.moved(p, old, replicas[p][0])
+                        for k, t in keys.items():
+                            t_hi = lead_range[t][1]
+                            crowded[k % nb] += (tl.get(k, 0) > t_hi) - (before[k] > t_hi)
                     else:
                         stuck.add(w)
                 if run.capped:
@@ -366,7 +397,7 @@ class BalanceGoal:
             old = replicas[p][0]
             if not run.try_lead(p, new):
                 return
-            index.moved(p, old, new)
+            note(p, old, new)
 
     def _leader_chain(self, run: Run, g: int, w: int, above: bool,
                       index: LeaderIndex) -> list[tuple[int, int]] | None:
