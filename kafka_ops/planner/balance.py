@@ -361,8 +361,12 @@ class BalanceGoal:
                 for p in followed[w]:
                     lead = replicas[p][0]
                     ll = load[lead]
-                    if ll - lw <= 1 or (bc == floor and best is not None and -ll >= bl):
+                    if ll - lw <= 1:
                         continue
+                    if best is not None:
+                        c_lb = new_floor - (crowded[lead] > 0)  # the least crowding via this leader
+                        if c_lb > bc or (c_lb == bc and -ll >= bl):
+                            continue  # cannot beat the best: no dict lookups
                     kt = topic[p] * nb
                     t_lo, t_hi = lead_range[topic[p]]
                     on_new, on_old = tl.get(kt + w, 0), tl.get(kt + lead, 0)
