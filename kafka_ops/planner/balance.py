@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from collections.abc import Iterator, Mapping, Sequence
 from typing import NamedTuple
+
+import numpy as np
 
 from kafka_ops.planner.context import Move, Run
 from kafka_ops.planner.state import WorkingState
@@ -244,6 +246,9 @@ class BalanceGoal:
 
     def _balance_leadership(self, run: Run, g: int) -> None:
         """Move leadership between replicas of the same partition; no data moves."""
+        if self.integer:
+            self._balance_leader_count(run, g)
+            return
         st = run.state
         load = st.load(self.resource)
         brokers = run.group_brokers(g)
@@ -292,8 +297,126 @@ class BalanceGoal:
             if not run.try_lead(*best):
                 return
 
+    def _balance_leader_count(self, run: Run, g: int) -> None:
+        """The leader count case of _balance_leadership, on a per-broker leader index.
+
+        The same choices as the general loop (each transfer moves one leader, so the key is
+        the topic crowding, then the new leader's load, then the partition), but each broker's
+        scan visits only the partitions it leads (giving) or follows (taking).
+        """
+        st = run.state
+        load = st.load(self.resource)
+        brokers = run.group_brokers(g)
+        index = LeaderIndex(st, run.replicas_on())
+        led, followed = index.led, index.followed
+        lead_range = _topic_leader_ranges(st, g, len(brokers))
+        nb, topic, tl, replicas = st.nb, st.topic, st.topic_leaders, st.replicas
+        can_lead = run.can_lead
+        lo, hi = self.bounds(run, g)
+        # The lowest crowding a transfer can have: -1 on the old leader's side only if it leads
+        # more of the topic than its share (``crowded`` counts those topics per broker), -1 on
+        # the new one's only in a topic with at least one leader per broker.
+        new_floor = -1 if any(t_lo >= 1 for t_lo, _ in lead_range.values()) else 0
+        crowded = [0] * nb
+        for key, n in tl.items():
+            r = lead_range.get(key // nb)
+            if r is not None and n > r[1]:
+                crowded[key % nb] += 1
+
+        def note(p: int, old: int, new: int) -> None:
+            """Leadership of p passed from old to new: the index and ``crowded`` follow."""
+            index.moved(p, old, new)
+            kt, t_hi = topic[p] * nb, lead_range[topic[p]][1]
+            for b, was in ((old, 1), (new, -1)):
+                n = tl.get(kt + b, 0)
+                crowded[b] += (n > t_hi) - (n + was > t_hi)
+
+        stuck: set[int] = set()
+        while (worst := _worst_count(load, brokers, lo, hi, stuck)) is not None:
+            w, above = worst
+            lw = load[w]
+            best: tuple[int, int] | None = None
+            bc, bl, bp = 0, 0.0, 0  # the best key: crowding, +-load of the other broker, partition
+            # Once the best has the lowest crowding, only a lighter (heavier) other end beats it,
+            # and none beats the emptiest (fullest) broker of the group: the scan may stop.
+            if above:
+                limit = lw - 2  # the transfer must narrow the gap between the two brokers
+                edge = min(map(load.__getitem__, brokers))
+                floor = new_floor - (crowded[w] > 0)
+                for p in led[w]:
+                    reps = replicas[p]
+                    if len(reps) == 2:  # the common case first: one follower, cheap to rule out
+                        lf = load[reps[1]]
+                        if lf > limit or (bc == floor and best is not None and lf >= bl):
+                            continue
+                    elif len(reps) < 2 or min(load[f] for f in reps[1:]) > limit:
+                        continue  # no follower, or none emptier enough
+                    kt = topic[p] * nb
+                    t_lo, t_hi = lead_range[topic[p]]
+                    on_old = tl.get(kt + w, 0)
+                    old_c = (on_old - 1 < t_lo) - (on_old > t_hi)
+                    for f in reps[1:]:
+                        lf = load[f]
+                        if lf > limit:
+                            continue
+                        on_new = tl.get(kt + f, 0)
+                        c = (on_new + 1 > t_hi) - (on_new < t_lo) + old_c
+                        if best is not None and (c, lf, p) >= (bc, bl, bp):
+                            continue
+                        if can_lead(p, f):
+                            best, bc, bl, bp = (p, f), c, lf, p
+                    if best is not None and bc <= 0 and (bl < lo or (bc == floor and bl <= edge)):
+                        break  # a transfer between a broker above and one below: none is better
+            else:
+                edge = max(map(load.__getitem__, brokers))
+                floor = new_floor - any(crowded[b] for b in brokers)
+                for p in followed[w]:
+                    lead = replicas[p][0]
+                    ll = load[lead]
+                    if ll - lw <= 1:
+                        continue
+                    if best is not None:
+                        c_lb = new_floor - (crowded[lead] > 0)  # the least crowding via this leader
+                        if c_lb > bc or (c_lb == bc and -ll >= bl):
+                            continue  # cannot beat the best: no dict lookups
+                    kt = topic[p] * nb
+                    t_lo, t_hi = lead_range[topic[p]]
+                    on_new, on_old = tl.get(kt + w, 0), tl.get(kt + lead, 0)
+                    c = (on_new + 1 > t_hi) + (on_old - 1 < t_lo) - (on_new < t_lo) - (on_old > t_hi)
+                    if best is not None and (c, -ll, p) >= (bc, bl, bp):
+                        continue
+                    if can_lead(p, w):
+                        best, bc, bl, bp = (p, w), c, -ll, p
+                        if bc <= 0 and (ll > hi or (bc == floor and ll >= edge)):
+                            break  # as above
+            if best is None:
+                chain = self._leader_chain(run, g, w, above, index)
+                if chain is None:
+                    stuck.add(w)
+                else:
+                    olds = [(p, replicas[p][0]) for p, _ in chain]
+                    # Steps may share a topic and a broker: ``crowded`` from before and after.
+                    keys = {topic[p] * nb + b: topic[p] for p, _ in chain for b in replicas[p]}
+                    before = {k: tl.get(k, 0) for k in keys}
+                    if _apply_chain(run, chain):
+                        for p, old in olds:
+                            index.moved(p, old, replicas[p][0])
+                        for k, t in keys.items():
+                            t_hi = lead_range[t][1]
+                            crowded[k % nb] += (tl.get(k, 0) > t_hi) - (before[k] > t_hi)
+                    else:
+                        stuck.add(w)
+                if run.capped:
+                    return
+                continue
+            p, new = best
+            old = replicas[p][0]
+            if not run.try_lead(p, new):
+                return
+            note(p, old, new)
+
     def _leader_chain(self, run: Run, g: int, w: int, above: bool,
-                      on: list[list[int]]) -> list[tuple[int, int]] | None:
+                      index: LeaderIndex) -> list[tuple[int, int]] | None:
         """Leadership transfers a -> b -> ... that move one leader off (or onto) w.
 
         When no follower of w's partitions can take a leader directly, one can often pass it
@@ -310,14 +433,10 @@ class BalanceGoal:
         while frontier and end is None:
             nxt = []
             for a in frontier:
-                for p in on[a]:
+                # Above: a leads p and passes it to a follower; below: a follower leads p
+                # and a takes it (walking the transfers backwards).
+                for p in (index.led[a] if above else index.followed[a]):
                     reps = st.replicas[p]
-                    # Above: a leads p and passes it to a follower; below: a follower leads p
-                    # and a takes it (walking the transfers backwards).
-                    if above and reps[0] != a:
-                        continue
-                    if not above and (reps[0] == a or a not in reps):
-                        continue
                     for b in (reps[1:] if above else reps[:1]):
                         if b in parent or b not in members:
                             continue
@@ -340,6 +459,50 @@ class BalanceGoal:
             steps.append((p, b) if above else (p, a))
             b = a
         return steps if above else steps[::-1]
+
+
+class LeaderIndex:
+    """Per broker, the partitions it leads and those it follows, each in partition order.
+
+    Built from Run.replicas_on() (movable partitions only); ``moved`` keeps it current after a
+    leadership change, so a leader goal scans only the side of a broker it needs.
+    """
+
+    def __init__(self, st: WorkingState, on: Sequence[Sequence[int]]) -> None:
+        replicas = st.replicas
+        self.led: list[list[int]] = [[p for p in ps if replicas[p][0] == b] for b, ps in enumerate(on)]
+        self.followed: list[list[int]] = [[p for p in ps if replicas[p][0] != b]
+                                          for b, ps in enumerate(on)]
+
+    def moved(self, p: int, old: int, new: int) -> None:
+        """Leadership of p passed from old to new."""
+        if old == new:
+            return
+        for gone, came in ((self.led[old], self.followed[old]), (self.followed[new], self.led[new])):
+            i = bisect_left(gone, p)
+            if i < len(gone) and gone[i] == p:
+                del gone[i]
+            insort(came, p)
+
+
+def _worst_count(load: Sequence[float], brokers: Sequence[int], lo: float, hi: float,
+                 stuck: set[int]) -> tuple[int, bool] | None:
+    """BalanceGoal._worst for a count: the first broker furthest out of bounds, and if above."""
+    if stuck:
+        brokers = [b for b in brokers if b not in stuck]
+        if not brokers:
+            return None
+    values = [load[b] for b in brokers]
+    top, bottom = max(values), min(values)
+    up = top - hi if top > hi else lo - top
+    down = bottom - hi if bottom > hi else lo - bottom
+    dist = max(up, down)
+    if dist <= 0:
+        return None
+    for b, v in zip(brokers, values, strict=True):
+        if (v - hi if v > hi else lo - v) == dist:
+            return b, v > hi
+    return None
 
 
 def _apply_chain(run: Run, steps: list[tuple[int, int]]) -> bool:
@@ -374,6 +537,24 @@ def _around(lst: Sequence[tuple[float, int]], target: float,
             return
 
 
+def _nearest(lst: Sequence[tuple[float, int]], target: float, n: int) -> list[tuple[float, int]]:
+    """_around as a list: up to n entries nearest to target first (ties: the smaller first)."""
+    size = len(lst)
+    i = bisect_left(lst, (target, -1))
+    lo, hi = i - 1, i
+    out: list[tuple[float, int]] = []
+    while len(out) < n:
+        if lo >= 0 and (hi >= size or target - lst[lo][0] <= lst[hi][0] - target):
+            out.append(lst[lo])
+            lo -= 1
+        elif hi < size:
+            out.append(lst[hi])
+            hi += 1
+        else:
+            break
+    return out
+
+
 class ReplicaCountGoal(BalanceGoal):
     """Replica count per broker within bounds, moving as few replicas as the counts require.
 
@@ -386,11 +567,24 @@ class ReplicaCountGoal(BalanceGoal):
     def __init__(self) -> None:
         super().__init__("replica_count", "replicas", 0.0)
 
+    def accepts_move(self, run: Run, p: int, src: int, dst: int) -> bool:
+        """accepts() of one move, without the deltas dict: later goals ask this per candidate."""
+        st = run.state
+        count, group, eligible = st.count, st.broker_group, st.eligible
+        g = group[src]
+        if g >= 0 and eligible[src] and count[src] - 1 < self.bounds(run, g)[0]:
+            return False
+        g = group[dst]
+        return not (g >= 0 and eligible[dst] and count[dst] + 1 > self.bounds(run, g)[1])
+
     def _balance_replicas(self, run: Run, g: int) -> None:
         st = run.state
         brokers = run.group_brokers(g)
         on = run.movable_replicas()
-        cands = {b: sorted((st.size[p], p) for p in on[b] if st.group_of(p) == g) for b in brokers}
+        size = st.size
+        if len(st.groups) > 1:
+            on = [[p for p in ps if st.group_of(p) == g] for ps in on]
+        cands = {b: sorted(zip(map(size.__getitem__, on[b]), on[b], strict=True)) for b in brokers}
         lo, hi = self.bounds(run, g)
         n = len(brokers)
         mean = _Means(sum(st.count[b] for b in brokers) / n, sum(st.disk[b] for b in brokers) / n)
@@ -446,6 +640,7 @@ class ReplicaCountGoal(BalanceGoal):
                 st.move(p, s, d)
                 del cands[s][i]
                 topics.forget(s, p)
+                topics.moved(p, s, d)
                 if st.count[s] > limit:
                     heapq.heappush(srcs, (-st.count[s], s))
                 if st.count[d] < limit:
@@ -469,25 +664,26 @@ class ReplicaCountGoal(BalanceGoal):
         want_d = (mean.disk - st.disk[d]) / left_d
         desired = max(0.0, (want_s + _TAKER_WEIGHT * want_d) / (1 + _TAKER_WEIGHT))
         nb, topic, counts, means = st.nb, st.topic, st.topic_count, topics.mean
-        best, best_key = None, None
+        can_move = run.can_move
+        best: int | None = None
+        best_key: tuple[int, float, float, float, int] | None = None
         seen = 0
         # "Near the ideal size": within half of it, or of a typical replica when it is tiny.
         near = 0.5 * max(desired, lst[len(lst) // 2][0] if lst else 0.0)
         far = _FAR * near
 
-        def candidates() -> Iterator[tuple[float, int]]:
+        def chunks() -> Iterator[Sequence[tuple[float, int]]]:
             if exhaustive:
-                yield from lst
+                yield lst
                 return
             # The topics s holds most more of than its share, when d holds at least two fewer:
             # moving one evens the topic out.
             found = misses = 0
-            ks, kd = s, d
             on = topics.on
             for t in topics.fullest(s):
                 key = t * nb
-                if counts[key + ks] - counts.get(key + kd, 0) >= 2:
-                    yield from _around(on[key + ks], desired, 2)
+                if counts[key + s] - counts.get(key + d, 0) >= 2:
+                    yield _nearest(on[key + s], desired, 2)
                     found += 1
                     misses = 0
                     if found == _TOPICS:
@@ -496,39 +692,47 @@ class ReplicaCountGoal(BalanceGoal):
                     misses += 1
                     if misses == _MISSES:
                         break  # d holds its share of s's fullest topics: the rest are less full
-            yield from _around(lst, desired, _NEAREST)
+            yield _nearest(lst, desired, _NEAREST)
             # Partitions of one topic have similar sizes, so the nearest sizes can all be one
             # topic that d already has enough of: then sample the size range around the ideal.
             if best_key is None or best_key[0] > 0:
-                for x, p in lst[:: max(1, len(lst) // (2 * _SCAN))]:
-                    if abs(x - desired) <= near:
-                        yield x, p
+                yield [(x, p) for x, p in lst[:: max(1, len(lst) // (2 * _SCAN))]
+                       if abs(x - desired) <= near]
 
-        for x, p in candidates():
-            if best_key is not None and best_key[0] < 0:
-                seen += 1
-                if seen > 8 or best_key[2] <= 0.2 * near:
-                    break  # nearest first: later sizes only win on a topic bonus; enough looked
-            t = topic[p]
-            on_d, on_s = counts.get(t * nb + d, 0), counts[t * nb + s]
-            # Negative is good: by how much further apart s and d hold the topic (the sum of
-            # squared counts drops by 2 x (on_s - on_d - 1)), less for a size far from the
-            # ideal one; then how much closer to the topic's mean both end up (-2 at best).
-            gain = on_d + 1 - on_s
-            gain = -_GAIN if gain < -_GAIN else (_GAIN if gain > _GAIN else gain)
-            err = abs(x - desired)
-            if err > far:
-                gain += _FAR_COST
-            if best_key is not None and gain > best_key[0]:
-                continue  # cheap: only a better key faces the vetoes
-            m = means[t]
-            crowding = abs(on_s - 1 - m) - abs(on_s - m) + abs(on_d + 1 - m) - abs(on_d - m)
-            key = (gain, crowding, err, x, p)  # equal balance: the smaller replica
-            if best_key is not None and key >= best_key:
-                continue
-            if not run.can_move(p, s, d):
-                continue
-            best, best_key = p, key
+        # Candidates come in chunks (a topic's, the nearest sizes, a sample), evaluated in order;
+        # ``best_key`` is read by chunks() between them, so every chunk sees the best so far.
+        stop = 0.2 * near
+        done = False
+        for chunk in chunks():
+            for x, p in chunk:
+                if best_key is not None and best_key[0] < 0:
+                    seen += 1
+                    if seen > 8 or best_key[2] <= stop:
+                        done = True  # nearest first: later sizes only win on a topic bonus
+                        break
+                t = topic[p]
+                kt = t * nb
+                on_d, on_s = counts.get(kt + d, 0), counts[kt + s]
+                # Negative is good: by how much further apart s and d hold the topic (the sum of
+                # squared counts drops by 2 x (on_s - on_d - 1)), less for a size far from the
+                # ideal one; then how much closer to the topic's mean both end up (-2 at best).
+                gain = on_d + 1 - on_s
+                gain = -_GAIN if gain < -_GAIN else (_GAIN if gain > _GAIN else gain)
+                err = x - desired if x >= desired else desired - x
+                if err > far:
+                    gain += _FAR_COST
+                if best_key is not None and gain > best_key[0]:
+                    continue  # cheap: only a better key faces the vetoes
+                m = means[t]
+                crowding = abs(on_s - 1 - m) - abs(on_s - m) + abs(on_d + 1 - m) - abs(on_d - m)
+                key = (gain, crowding, err, x, p)  # equal balance: the smaller replica
+                if best_key is not None and key >= best_key:
+                    continue
+                if not can_move(p, s, d):
+                    continue
+                best, best_key = p, key
+            if done:
+                break
         if best is None:
             return None
         assert best_key is not None  # set together with best
@@ -555,25 +759,54 @@ class _TopicIndex:
         for b, lst in cands.items():
             for x, p in lst:  # already by size
                 self.on.setdefault(st.topic[p] * nb + b, []).append((x, p))
-        self._topics: dict[int, list[int]] = {}
+        topics_of: dict[int, list[int]] = {}
         for key in self.on:
-            self._topics.setdefault(key % nb, []).append(key // nb)
+            topics_of.setdefault(key % nb, []).append(key // nb)
+        # Per broker, its topics as arrays (in first-seen order): topic, mean, current count, and
+        # whether the topic is still in the running; where each topic sits in them.
+        counts = st.topic_count
+        self._topics: dict[int, np.ndarray] = {}
+        self._means: dict[int, np.ndarray] = {}
+        self._counts: dict[int, np.ndarray] = {}
+        self._live: dict[int, np.ndarray] = {}
+        self._slot: dict[int, dict[int, int]] = {}
+        for b, ts in topics_of.items():
+            self._topics[b] = np.array(ts, dtype=np.int64)
+            self._means[b] = np.array([self.mean[t] for t in ts], dtype=np.float64)
+            self._counts[b] = np.array([counts[t * nb + b] for t in ts], dtype=np.int64)
+            self._live[b] = np.ones(len(ts), dtype=bool)
+            self._slot[b] = {t: i for i, t in enumerate(ts)}
+        self._topics_seen = topics_of  # for tests: each broker's topics, first-seen order
         self._order: dict[int, list[int]] = {}
         self._age: dict[int, int] = {}
 
     def fullest(self, b: int) -> list[int]:
         if self._age.get(b, _REORDER) >= _REORDER:
-            st, nb = self.st, self.st.nb
-            mean, counts = self.mean, st.topic_count
-            # A topic b holds one replica of never evens out by leaving b: dropped for good
-            # (b only gives in this goal; what it receives could not move again anyway).
-            topics = [t for t in self._topics.get(b, ()) if counts.get(t * nb + b, 0) >= 2]
-            self._topics[b] = topics
-            excess = [counts.get(t * nb + b, 0) - mean[t] for t in topics]
-            order = sorted(range(len(topics)), key=excess.__getitem__, reverse=True)
-            self._order[b] = [topics[i] for i in order[:_TOPIC_SCAN]]
+            if b not in self._topics:
+                self._order[b] = []
+            else:
+                live = self._live[b]
+                counts = self._counts[b]
+                # A topic b holds one replica of never evens out by leaving b: dropped for good
+                # (b only gives in this goal; what it receives could not move again anyway).
+                live &= counts >= 2
+                sel = np.flatnonzero(live)
+                excess = counts[sel] - self._means[b][sel]
+                # Fullest first; equal excess in first-seen order (a stable sort, as sorted()).
+                order = sel[np.argsort(-excess, kind="stable")[:_TOPIC_SCAN]]
+                self._order[b] = self._topics[b][order].tolist()
             self._age[b] = 0
         return self._order[b]
+
+    def moved(self, p: int, src: int, dst: int) -> None:
+        """p's replica moved from src to dst: both brokers' topic counts follow topic_count."""
+        t = self.st.topic[p]
+        for b, d in ((src, -1), (dst, 1)):
+            slot = self._slot.get(b)
+            if slot is not None:
+                i = slot.get(t)
+                if i is not None:
+                    self._counts[b][i] += d
 
     def forget(self, b: int, p: int) -> None:
         lst = self.on.get(self.st.topic[p] * self.st.nb + b)

@@ -86,6 +86,8 @@ class Run:
         # The mode's destinations (add-brokers: only the new ones); goals veto the rest.
         self.dst_ok = [allowed is None or b in allowed for b in range(st.nb)]
         self.vetoes: list[Goal] = []
+        self._checks: list[Callable[[Run, int, int, int], bool]] = []  # see move_checks()
+        self._checked: list[Goal] | None = None
         self.bounds: dict[tuple[str, int], tuple[float, float]] = {}  # (goal, group) -> (lo, hi)
         self.capped: list[str] = []  # caps that stopped a goal, for the summary
         # Values derived from the input once per run (capacity limits, topic totals, racks).
@@ -103,8 +105,9 @@ class Run:
         """Per broker, the movable partitions with a replica on it (for leadership changes)."""
         st = self.state
         on: list[list[int]] = [[] for _ in range(st.nb)]
+        movable = self.partition_movable
         for p, reps in enumerate(st.replicas):
-            if self.partition_movable[p]:
+            if movable[p]:
                 for b in reps:
                     on[b].append(p)
         return on
@@ -113,10 +116,12 @@ class Run:
         """Per broker, the partitions whose replica on it may still move (in partition order)."""
         st = self.state
         on: list[list[int]] = [[] for _ in range(st.nb)]
+        movable, original = self.partition_movable, st.original
         for p, reps in enumerate(st.replicas):
-            if self.partition_movable[p]:
+            if movable[p]:
+                orig = original[p]
                 for b in reps:
-                    if st.movable(p, b):
+                    if b in orig:  # WorkingState.movable, inlined: this runs per replica
                         on[b].append(p)
         return on
 
@@ -150,13 +155,32 @@ class Run:
         on, or back to a broker the partition started on: the plan still copies each replica
         at most once, to its final broker. Soft goals never do either (no churn).
         """
-        if not self.mode_allows(p, src, dst, retarget):
+        if self.leadership_only or not self.partition_movable[p] or not self.dst_ok[dst]:
             return False
-        moves = ((p, src, dst),)
-        for goal in self.vetoes:
-            if not goal.accepts(self, moves):
+        if not retarget:
+            orig = self.state.original[p]
+            if src not in orig or dst in orig:
+                return False
+        for check in self.move_checks():
+            if not check(self, p, src, dst):
                 return False
         return True
+
+    def move_checks(self) -> list[Callable[[Run, int, int, int], bool]]:
+        """Each veto's test of one replica move: a goal's own ``accepts_move`` if it has one (a
+        cheap single-move path), else its ``accepts`` of the move alone. Rebuilt when the veto
+        list changes (the optimizer appends each goal after it ran)."""
+        vetoes = self.vetoes
+        if vetoes is not self._checked or len(vetoes) != len(self._checks):
+            checks: list[Callable[[Run, int, int, int], bool]] = []
+            for goal in vetoes:
+                one = getattr(goal, "accepts_move", None)
+                if one is None:
+                    def one(run: Run, p: int, src: int, dst: int, goal: Goal = goal) -> bool:
+                        return goal.accepts(run, ((p, src, dst),))
+                checks.append(one)
+            self._checks, self._checked = checks, vetoes
+        return self._checks
 
     def mode_allows(self, p: int, src: int, dst: int, retarget: bool = False) -> bool:
         # A replica moves once, and never to a broker the partition started on.

@@ -54,12 +54,10 @@ def relocate(run: Run, goal: HardGoal, p: int, src: int, required: bool = True) 
     group = st.groups[st.group_of(p)]
     limit = rack_limit(run, p)
     per_rack = Counter(st.rack[b] for b in st.replicas[p] if b != src)
-    best = None
-    for b in group.brokers:
-        if run.can_move(p, src, b, retarget=True):
-            key = (per_rack[st.rack[b]] >= limit, st.count[b], st.disk[b], b)
-            if best is None or key < best:
-                best = key
+    # The least loaded broker the vetoes accept: keys first (cheap), vetoes in key order.
+    count, disk, rack = st.count, st.disk, st.rack
+    keys = sorted((per_rack[rack[b]] >= limit, count[b], disk[b], b) for b in group.brokers)
+    best = next((key for key in keys if run.can_move(p, src, key[3], retarget=True)), None)
     if best is not None and run.try_move(p, src, best[3], retarget=True):
         return True
     if make_room_and_move(run, p, src, lambda b: per_rack[st.rack[b]] < limit
@@ -167,6 +165,17 @@ def why_no_broker(run: Run, p: int, src: int, retarget: bool = False) -> str:
     return f" ({len(group.brokers)} brokers in {group.name!r}: {detail})"
 
 
+def _distinct_racks(rack: Sequence[int], reps: Sequence[int]) -> bool:
+    """Whether every replica of reps is in a rack of its own (the common case, made cheap)."""
+    n = len(reps)
+    if n == 2:
+        return rack[reps[0]] != rack[reps[1]]
+    if n == 3:
+        a, b, c = rack[reps[0]], rack[reps[1]], rack[reps[2]]
+        return a != b and a != c and b != c
+    return n < 2 or len({rack[b] for b in reps}) == n
+
+
 class DistinctBrokersGoal(HardGoal):
     """A partition's replicas are on distinct brokers."""
 
@@ -176,15 +185,27 @@ class DistinctBrokersGoal(HardGoal):
         reps = run.state.replicas
         return all(dst not in reps[p] for p, _, dst in moves)
 
+    def accepts_move(self, run: Run, p: int, src: int, dst: int) -> bool:
+        return dst not in run.state.replicas[p]
+
 
 class BrokerExclusionsGoal(HardGoal):
     """Dead and excluded (draining) brokers hold nothing; demoted ones lead nothing."""
 
     name = "broker_exclusions"
 
+    @staticmethod
+    def _suspects(st: WorkingState) -> list[int]:
+        """Partitions with a replica on a dead, excluded or demoted broker (the only ones that
+        can break this goal: no action of a hard goal puts a replica or leader there)."""
+        bad = {b for b in range(st.nb) if not st.eligible[b] or st.demoted[b]}
+        if not bad:
+            return []
+        return [p for p, reps in enumerate(st.replicas) if not bad.isdisjoint(reps)]
+
     def optimize(self, run: Run) -> None:
         st = run.state
-        for p in range(st.np):
+        for p in self._suspects(st):
             if not run.partition_movable[p]:
                 continue
             if not run.leadership_only:
@@ -208,6 +229,10 @@ class BrokerExclusionsGoal(HardGoal):
         return all(st.eligible[dst] and not (st.demoted[dst] and st.replicas[p][0] == src)
                    for p, src, dst in moves)
 
+    def accepts_move(self, run: Run, p: int, src: int, dst: int) -> bool:
+        st = run.state
+        return st.eligible[dst] and not (st.demoted[dst] and st.replicas[p][0] == src)
+
     def accepts_leadership(self, run: Run, p: int, old: int, new: int) -> bool:
         st = run.state
         return st.eligible[new] and not st.demoted[new]
@@ -215,7 +240,7 @@ class BrokerExclusionsGoal(HardGoal):
     def violations(self, run: Run) -> list[str]:
         st, ids = run.state, run.state.broker_ids
         out: list[str] = []
-        for p in range(st.np):
+        for p in self._suspects(st):
             if not run.partition_movable[p]:
                 continue
             if not run.leadership_only:
@@ -232,9 +257,17 @@ class PoolMembershipGoal(HardGoal):
 
     name = "pool_membership"
 
+    @staticmethod
+    def _suspects(st: WorkingState) -> range | list[int]:
+        """Partitions that may have a replica outside their group: none with one group of all
+        brokers (no pools)."""
+        if len(st.groups) == 1 and len(st.in_group[0]) == st.nb:
+            return []
+        return range(st.np)
+
     def optimize(self, run: Run) -> None:
         st = run.state
-        for p in range(st.np):
+        for p in self._suspects(st):
             if run.partition_movable[p]:
                 members = st.in_group[st.group_of(p)]
                 for b in list(st.replicas[p]):
@@ -245,10 +278,14 @@ class PoolMembershipGoal(HardGoal):
         st = run.state
         return all(dst in st.in_group[st.group_of(p)] for p, _, dst in moves)
 
+    def accepts_move(self, run: Run, p: int, src: int, dst: int) -> bool:
+        st = run.state
+        return dst in st.in_group[st.group_of_topic[st.topic[p]]]
+
     def violations(self, run: Run) -> list[str]:
         st = run.state
         out = []
-        for p in range(st.np):
+        for p in self._suspects(st):
             g = st.group_of(p)
             bad = [st.broker_ids[b] for b in st.replicas[p] if b not in st.in_group[g]]
             if bad and run.partition_movable[p]:
@@ -271,13 +308,13 @@ class RackAwarenessGoal(HardGoal):
 
     def optimize(self, run: Run) -> None:
         st = run.state
-        for p in range(st.np):
-            if not run.partition_movable[p] or run.leadership_only:
-                continue
+        if run.leadership_only:
+            return
+        rk, movable = st.rack, run.partition_movable
+        for p, reps in enumerate(st.replicas):
+            if not movable[p] or _distinct_racks(rk, reps):
+                continue  # one replica per rack never crowds one (every limit is at least 1)
             limit = rack_limit(run, p)
-            reps = st.replicas[p]
-            if len(reps) == 1:
-                continue
             per_rack = Counter(st.rack[b] for b in reps)
             while max(per_rack.values()) > limit:
                 self._spread_one(run, p, per_rack, limit)
@@ -295,14 +332,12 @@ class RackAwarenessGoal(HardGoal):
         srcs = sorted(crowded, key=lambda b: (not st.movable(p, b), st.replicas[p].index(b) == 0,
                                               -st.count[b]))
         group = st.groups[st.group_of(p)]
+        rack_of, count, disk = st.rack, st.count, st.disk
         for src in srcs:
-            best = None
-            for b in group.brokers:
-                if (st.rack[b] != st.rack[src] and per_rack[st.rack[b]] < limit
-                        and run.can_move(p, src, b, retarget=True)):
-                    key = (st.count[b], st.disk[b], b)
-                    if best is None or key < best:
-                        best = key
+            # The least loaded broker with rack room the vetoes accept: the vetoes in key order.
+            keys = sorted((count[b], disk[b], b) for b in group.brokers
+                          if rack_of[b] != rack_of[src] and per_rack[rack_of[b]] < limit)
+            best = next((key for key in keys if run.can_move(p, src, key[2], retarget=True)), None)
             if best is not None and run.try_move(p, src, best[2], retarget=True):
                 return
         for src in srcs:
@@ -336,15 +371,25 @@ class RackAwarenessGoal(HardGoal):
                 return False
         return True
 
+    def accepts_move(self, run: Run, p: int, src: int, dst: int) -> bool:
+        racks = run.state.rack
+        rack = racks[dst]
+        if rack == racks[src]:
+            return True
+        n = 0
+        for b in run.state.replicas[p]:
+            if racks[b] == rack:
+                n += 1
+        return n == 0 or n + 1 <= rack_limit(run, p)  # every rack may hold one (limit >= 1)
+
     def violations(self, run: Run) -> list[str]:
         st = run.state
         out = []
-        for p in range(st.np):
-            if not run.partition_movable[p]:
-                continue
-            racks = [st.rack[b] for b in st.replicas[p]]
-            if len(set(racks)) == len(racks):
+        rk, movable = st.rack, run.partition_movable
+        for p, reps in enumerate(st.replicas):
+            if not movable[p] or _distinct_racks(rk, reps):
                 continue  # one replica per rack never crowds one
+            racks = [rk[b] for b in reps]
             crowded = max(Counter(racks).values())
             if crowded > rack_limit(run, p):
                 out.append(f"{st.tps[p]} has {crowded} replicas in one rack "
@@ -489,6 +534,9 @@ class CapacityGoal(HardGoal):
                 if dv > 0 and v + dv > lim:
                     return False
         return True
+
+    def accepts_move(self, run: Run, p: int, src: int, dst: int) -> bool:
+        return self.accepts(run, ((p, src, dst),))
 
     def accepts_leadership(self, run: Run, p: int, old: int, new: int) -> bool:
         st = run.state
