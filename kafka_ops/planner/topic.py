@@ -17,6 +17,7 @@ _TRADES = 64  # partitions a follower leads that are weighed for a leadership tr
 _TOP = ("topic_leader_top", 0)  # run.memo key: the leader loads' highest at the goal's start
 _CHAIN = 4  # longest chain of one topic's partitions a leadership is passed along
 _THIRDS = 48  # third brokers weighed for a triangle
+_ROUNDS = 4  # passes over the topics still out of bounds
 _CYCLES = 2  # (partition, new leader) options tried as a triangle when no trade is found
 
 
@@ -166,19 +167,25 @@ class TopicGoal:
         trades = _leader_pairs(run)
         run.memo[_TOP] = {r: max((st.load(r)[b] for b in range(st.nb) if st.eligible[b]), default=0.0)
                           for r in ("network_out", "leader_bytes_in")}
-        for t in worst:
-            lo, hi = self.bounds(run, t)
-            key = t * st.nb
-            brokers = run.group_brokers(st.group_of_topic[t])
-            for s in brokers:
-                while counts.get(key + s, 0) > hi and self._pass_leader(run, t, s, on, on_broker, trades):
-                    pass
-            for d in brokers:  # then fill the brokers below the bound from those above it
-                while counts.get(key + d, 0) < lo and self._pass_leader(run, t, d, on, on_broker, trades,
-                                                                        pull=True):
-                    pass
-            if run.capped:
-                return
+        for _ in range(_ROUNDS):  # a later topic's trades can open ways for an earlier one
+            made = False
+            for t in worst:
+                lo, hi = self.bounds(run, t)
+                key = t * st.nb
+                brokers = run.group_brokers(st.group_of_topic[t])
+                for s in brokers:
+                    while counts.get(key + s, 0) > hi and self._pass_leader(run, t, s, on, on_broker, trades):
+                        made = True
+                for d in brokers:  # then fill the brokers below the bound from those above it
+                    while counts.get(key + d, 0) < lo and self._pass_leader(run, t, d, on, on_broker, trades,
+                                                                            pull=True):
+                        made = True
+                if run.capped:
+                    return
+            spread = self._spread(run)
+            worst = [t for t in worst if spread.get(t, (0, 0, 0))[2]]
+            if not made or not worst:
+                break
 
     @staticmethod
     def _loads_ok(run: Run, changes: Sequence[Move]) -> bool:
