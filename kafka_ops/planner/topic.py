@@ -165,9 +165,10 @@ class TopicGoal:
             for p in parts:
                 on.setdefault(st.topic[p] * st.nb + b, []).append(p)
         trades = _leader_pairs(run)
-        run.memo[_TOP] = {r: max((st.load(r)[b] for b in range(st.nb) if st.eligible[b]), default=0.0)
-                          for r in ("network_out", "leader_bytes_in")}
         for _ in range(_ROUNDS):  # a later topic's trades can open ways for an earlier one
+            # Each round keeps the leader loads' highest where the round before left it.
+            run.memo[_TOP] = {r: max((st.load(r)[b] for b in range(st.nb) if st.eligible[b]), default=0.0)
+                              for r in ("network_out", "leader_bytes_in")}
             made = False
             for t in worst:
                 lo, hi = self.bounds(run, t)
