@@ -309,7 +309,8 @@ class BalanceGoal:
         st = run.state
         load = st.load(self.resource)
         brokers = run.group_brokers(g)
-        index = LeaderIndex(st, run.replicas_on())
+        on = run.replicas_on()
+        index = LeaderIndex(st, on)
         led, followed = index.led, index.followed
         lead_range = _topic_leader_ranges(st, g, len(brokers))
         nb, topic, tl, replicas = st.nb, st.topic, st.topic_leaders, st.replicas
@@ -325,7 +326,7 @@ class BalanceGoal:
             if r is not None and n > r[1]:
                 crowded[key % nb] += 1
 
-        taker = _TakerScan(st, lead_range) if st.np >= _VECTOR_MIN else None
+        taker = _TakerScan(st, lead_range, on) if st.np >= _VECTOR_MIN else None
 
         def note(p: int, old: int, new: int) -> None:
             """Leadership of p passed from old to new: the index and ``crowded`` follow."""
@@ -376,7 +377,7 @@ class BalanceGoal:
             elif taker is not None and len(followed[w]) >= _VECTOR_SCAN:
                 edge = max(map(load.__getitem__, brokers))
                 floor = new_floor - any(crowded[b] for b in brokers)
-                best = taker.best(run, w, followed[w], load, hi, floor, edge)
+                best = taker.best(run, w, load, hi, floor, edge)
             else:
                 edge = max(map(load.__getitem__, brokers))
                 floor = new_floor - any(crowded[b] for b in brokers)
@@ -507,8 +508,12 @@ class _TakerScan:
     order) are checked with can_lead one by one, so the result is the loop's.
     """
 
-    def __init__(self, st: WorkingState, lead_range: Mapping[int, tuple[int, int]]) -> None:
+    def __init__(self, st: WorkingState, lead_range: Mapping[int, tuple[int, int]],
+                 on: Sequence[Sequence[int]]) -> None:
         self.nb = nb = st.nb
+        # Per broker, the partitions on it (partition order, as LeaderIndex): those it follows
+        # are the ones it does not lead, so no list is converted per scan.
+        self.on = [np.asarray(ps, dtype=np.int64) for ps in on]
         nt = max(st.topic, default=0) + 1
         self.topic = np.asarray(st.topic, dtype=np.int64)
         self.lead = np.fromiter((r[0] if r else -1 for r in st.replicas), dtype=np.int64,
@@ -524,6 +529,10 @@ class _TakerScan:
         for t, (t_lo, t_hi) in lead_range.items():
             self.t_lo[t], self.t_hi[t] = t_lo, t_hi
         self.tl_dict = st.topic_leaders
+        # Per broker, static (no replica moves in a leader goal): each partition's topic key and
+        # the topic's leader range.
+        self.kt = [self.topic[ps] * nb for ps in self.on]
+        self.lo_hi = [(self.t_lo[self.topic[ps]], self.t_hi[self.topic[ps]]) for ps in self.on]
         self.scale = st.np + 1  # keys: (crowding, -load, partition) as one integer
 
     def moved(self, p: int, old: int, new: int) -> None:
@@ -533,22 +542,22 @@ class _TakerScan:
         self.tl[kt + old] = self.tl_dict.get(kt + old, 0)
         self.tl[kt + new] = self.tl_dict.get(kt + new, 0)
 
-    def best(self, run: Run, w: int, followed: Sequence[int], load: Sequence[float], hi: float,
-             floor: int, edge: float) -> tuple[int, int] | None:
+    def best(self, run: Run, w: int, load: Sequence[float], hi: float, floor: int,
+             edge: float) -> tuple[int, int] | None:
         """(partition, w) of the transfer the taking-side loop of the leader count goal picks."""
-        ps = np.fromiter(followed, dtype=np.int64, count=len(followed))
+        ps = self.on[w]
         loads = np.asarray(load, dtype=np.int64)
         leads = self.lead[ps]
         ll = loads[leads]
-        keep = ll - loads[w] > 1
-        ps, leads, ll = ps[keep], leads[keep], ll[keep]
-        if not len(ps):
+        keep = np.flatnonzero(ll - loads[w] > 1)  # led by a fuller broker (so w follows it)
+        if not len(keep):
             return None
-        ts = self.topic[ps]
-        kt = ts * self.nb
+        ps, leads, ll = ps[keep], leads[keep], ll[keep]
+        kt = self.kt[w][keep]
+        t_lo, t_hi = (a[keep] for a in self.lo_hi[w])
         on_new, on_old = self.tl[kt + w], self.tl[kt + leads]
-        t_lo, t_hi = self.t_lo[ts], self.t_hi[ts]
-        c = ((on_new + 1 > t_hi).astype(np.int64) + (on_old - 1 < t_lo) - (on_new < t_lo)
+        # The loop's (on_new + 1 > t_hi) + (on_old - 1 < t_lo) - ..., on integers.
+        c = ((on_new >= t_hi).astype(np.int64) + (on_old <= t_lo) - (on_new < t_lo)
              - (on_old > t_hi))
         m, s = self.scale, self.scale
         keys = ((c + 8) * m + (m - 1 - ll)) * s + ps
