@@ -37,6 +37,8 @@ _REORDER = 32  # moves off a broker before its fullest-topics order is recompute
 _GAIN = 10  # topic evening-out beyond this many replicas counts the same
 _FAR = 2.0  # a replica this many "near" widths from the ideal size ...
 _FAR_COST = 3  # ... counts as evening its topic out by this many replicas less (disk first)
+_VECTOR_MIN = 20_000  # partitions from which the leader count goal's taking side scans with numpy
+_VECTOR_SCAN = 64  # ... a broker following at least this many partitions
 
 
 class BalanceGoal:
@@ -307,7 +309,8 @@ class BalanceGoal:
         st = run.state
         load = st.load(self.resource)
         brokers = run.group_brokers(g)
-        index = LeaderIndex(st, run.replicas_on())
+        on = run.replicas_on()
+        index = LeaderIndex(st, on)
         led, followed = index.led, index.followed
         lead_range = _topic_leader_ranges(st, g, len(brokers))
         nb, topic, tl, replicas = st.nb, st.topic, st.topic_leaders, st.replicas
@@ -323,6 +326,8 @@ class BalanceGoal:
             if r is not None and n > r[1]:
                 crowded[key % nb] += 1
 
+        taker = _TakerScan(st, lead_range, on) if st.np >= _VECTOR_MIN else None
+
         def note(p: int, old: int, new: int) -> None:
             """Leadership of p passed from old to new: the index and ``crowded`` follow."""
             index.moved(p, old, new)
@@ -330,6 +335,8 @@ class BalanceGoal:
             for b, was in ((old, 1), (new, -1)):
                 n = tl.get(kt + b, 0)
                 crowded[b] += (n > t_hi) - (n + was > t_hi)
+            if taker is not None:
+                taker.moved(p, old, new)
 
         stuck: set[int] = set()
         while (worst := _worst_count(load, brokers, lo, hi, stuck)) is not None:
@@ -367,6 +374,10 @@ class BalanceGoal:
                             best, bc, bl, bp = (p, f), c, lf, p
                     if best is not None and bc <= 0 and (bl < lo or (bc == floor and bl <= edge)):
                         break  # a transfer between a broker above and one below: none is better
+            elif taker is not None and len(followed[w]) >= _VECTOR_SCAN:
+                edge = max(map(load.__getitem__, brokers))
+                floor = new_floor - any(crowded[b] for b in brokers)
+                best = taker.best(run, w, load, hi, floor, edge)
             else:
                 edge = max(map(load.__getitem__, brokers))
                 floor = new_floor - any(crowded[b] for b in brokers)
@@ -401,6 +412,8 @@ class BalanceGoal:
                     if _apply_chain(run, chain):
                         for p, old in olds:
                             index.moved(p, old, replicas[p][0])
+                            if taker is not None:
+                                taker.moved(p, old, replicas[p][0])
                         for k, t in keys.items():
                             t_hi = lead_range[t][1]
                             crowded[k % nb] += (tl.get(k, 0) > t_hi) - (before[k] > t_hi)
@@ -483,6 +496,96 @@ class LeaderIndex:
             if i < len(gone) and gone[i] == p:
                 del gone[i]
             insort(came, p)
+
+
+class _TakerScan:
+    """The leader count goal's taking-side scan with numpy: the same choice as the loop.
+
+    The loop visits the partitions w follows in partition order, keeps the best key (topic
+    crowding, minus the leader's load, partition) among those whose leadership w may take, and
+    stops at the first best that no transfer can beat. Here the keys of all candidates are
+    computed at once; the running minimum's records (the bests the loop would have met, in
+    order) are checked with can_lead one by one, so the result is the loop's.
+    """
+
+    def __init__(self, st: WorkingState, lead_range: Mapping[int, tuple[int, int]],
+                 on: Sequence[Sequence[int]]) -> None:
+        self.nb = nb = st.nb
+        # Per broker, the partitions on it (partition order, as LeaderIndex): those it follows
+        # are the ones it does not lead, so no list is converted per scan.
+        self.on = [np.asarray(ps, dtype=np.int64) for ps in on]
+        nt = max(st.topic, default=0) + 1
+        self.topic = np.asarray(st.topic, dtype=np.int64)
+        self.lead = np.fromiter((r[0] if r else -1 for r in st.replicas), dtype=np.int64,
+                                count=st.np)
+        self.tl = np.zeros(nt * nb, dtype=np.int64)
+        if st.topic_leaders:
+            keys = np.fromiter(st.topic_leaders.keys(), dtype=np.int64, count=len(st.topic_leaders))
+            vals = np.fromiter(st.topic_leaders.values(), dtype=np.int64,
+                               count=len(st.topic_leaders))
+            self.tl[keys] = vals
+        self.t_lo = np.zeros(nt, dtype=np.int64)
+        self.t_hi = np.full(nt, np.iinfo(np.int32).max, dtype=np.int64)
+        for t, (t_lo, t_hi) in lead_range.items():
+            self.t_lo[t], self.t_hi[t] = t_lo, t_hi
+        self.tl_dict = st.topic_leaders
+        # Per broker, static (no replica moves in a leader goal): each partition's topic key and
+        # the topic's leader range.
+        self.kt = [self.topic[ps] * nb for ps in self.on]
+        self.lo_hi = [(self.t_lo[self.topic[ps]], self.t_hi[self.topic[ps]]) for ps in self.on]
+        self.scale = st.np + 1  # keys: (crowding, -load, partition) as one integer
+
+    def moved(self, p: int, old: int, new: int) -> None:
+        """Leadership of p passed from old to new (topic_leaders already changed)."""
+        self.lead[p] = new
+        kt = int(self.topic[p]) * self.nb
+        self.tl[kt + old] = self.tl_dict.get(kt + old, 0)
+        self.tl[kt + new] = self.tl_dict.get(kt + new, 0)
+
+    def best(self, run: Run, w: int, load: Sequence[float], hi: float, floor: int,
+             edge: float) -> tuple[int, int] | None:
+        """(partition, w) of the transfer the taking-side loop of the leader count goal picks."""
+        ps = self.on[w]
+        loads = np.asarray(load, dtype=np.int64)
+        leads = self.lead[ps]
+        ll = loads[leads]
+        keep = np.flatnonzero(ll - loads[w] > 1)  # led by a fuller broker (so w follows it)
+        if not len(keep):
+            return None
+        ps, leads, ll = ps[keep], leads[keep], ll[keep]
+        kt = self.kt[w][keep]
+        t_lo, t_hi = (a[keep] for a in self.lo_hi[w])
+        on_new, on_old = self.tl[kt + w], self.tl[kt + leads]
+        # The loop's (on_new + 1 > t_hi) + (on_old - 1 < t_lo) - ..., on integers.
+        c = ((on_new >= t_hi).astype(np.int64) + (on_old <= t_lo) - (on_new < t_lo)
+             - (on_old > t_hi))
+        m, s = self.scale, self.scale
+        keys = ((c + 8) * m + (m - 1 - ll)) * s + ps
+        big = np.iinfo(np.int64).max
+        best: int | None = None
+        best_key = big
+        start = 0
+        can_lead = run.can_lead
+        while start < len(keys):
+            run_min = np.minimum.accumulate(keys[start:])
+            # Records: where the running minimum drops below everything before it.
+            prev = np.concatenate(([best_key], run_min[:-1]))
+            records = np.flatnonzero(run_min < prev) + start
+            restart = None
+            for i in records.tolist():
+                p = int(ps[i])
+                if not can_lead(p, w):
+                    keys[i] = big
+                    restart = i + 1
+                    break
+                best, best_key = i, int(keys[i])
+                bc, l_lead = int(c[i]), int(ll[i])
+                if bc <= 0 and (l_lead > hi or (bc == floor and l_lead >= edge)):
+                    return p, w
+            if restart is None:
+                break
+            start = restart
+        return None if best is None else (int(ps[best]), w)
 
 
 def _worst_count(load: Sequence[float], brokers: Sequence[int], lo: float, hi: float,

@@ -8,8 +8,12 @@ leadership changes and replica moves on a generated cluster.
 from __future__ import annotations
 
 import random
+from typing import Any
+
+import pytest
 
 from kafka_ops.generator import generate_cluster
+from kafka_ops.planner import balance, plan_rebalance
 from kafka_ops.planner.balance import LeaderIndex, _worst_count
 from kafka_ops.planner.context import PlannerOptions, Run
 from kafka_ops.planner.state import WorkingState
@@ -100,3 +104,31 @@ def test_topic_index_fullest_order_matches_a_recomputation_after_random_moves() 
                           reverse=True)[:_TOPIC_SCAN]
             assert got == want
     assert moves > 1000
+
+
+def _plan_with_taker_scan(monkeypatch: pytest.MonkeyPatch, preset: str,
+                          vector: bool) -> tuple[dict[str, list[int]], int]:
+    calls = 0
+    real = balance._TakerScan.best
+
+    def counted(self: balance._TakerScan, *args: Any) -> tuple[int, int] | None:
+        nonlocal calls
+        calls += 1
+        return real(self, *args)
+
+    monkeypatch.setattr(balance._TakerScan, "best", counted)
+    monkeypatch.setattr(balance, "_VECTOR_MIN", 0 if vector else 1 << 40)
+    monkeypatch.setattr(balance, "_VECTOR_SCAN", 0 if vector else 1 << 40)
+    result = plan_rebalance(generate_cluster(preset, seed=1), options=PlannerOptions())
+    return {str(tp): list(reps) for tp, reps in result.plan.replicas.items()}, calls
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", ["small", "medium"])
+def test_leader_count_numpy_taking_scan_makes_the_loops_plan(
+        monkeypatch: pytest.MonkeyPatch, preset: str) -> None:
+    looped, none = _plan_with_taker_scan(monkeypatch, preset, vector=False)
+    vectored, calls = _plan_with_taker_scan(monkeypatch, preset, vector=True)
+    assert none == 0
+    assert calls > 0  # the numpy scan chose transfers ...
+    assert vectored == looped  # ... and every one was the loop's
