@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from kafka_ops.errors import ValidationError
-from kafka_ops.planner.balance import BalanceGoal, ReplicaCountGoal
+from kafka_ops.planner.balance import BalanceGoal
+from kafka_ops.planner.replica_count import ReplicaCountGoal
 from kafka_ops.planner.context import Goal, Run
 from kafka_ops.planner.hard import (
     BrokerExclusionsGoal,

@@ -74,7 +74,7 @@ def test_worst_count_picks_the_same_broker_as_a_scan() -> None:
 
 
 def test_topic_index_fullest_order_matches_a_recomputation_after_random_moves() -> None:
-    from kafka_ops.planner.balance import _REORDER, _TOPIC_SCAN, _TopicIndex
+    from kafka_ops.planner.replica_count import _REORDER, _TOPIC_SCAN, _TopicIndex
 
     st = WorkingState(generate_cluster("small", seed=4))
     run = Run(st, PlannerOptions())
