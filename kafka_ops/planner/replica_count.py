@@ -157,6 +157,7 @@ class ReplicaCountGoal(BalanceGoal):
         want_d = (mean.disk - st.disk[d]) / left_d
         desired = max(0.0, (want_s + _TAKER_WEIGHT * want_d) / (1 + _TAKER_WEIGHT))
         nb, topic, counts, means = st.nb, st.topic, st.topic_count, topics.mean
+        replicas, tl, lead_mean = st.replicas, st.topic_leaders, topics.lead_mean
         can_move = run.can_move
         best: int | None = None
         best_key: tuple[int, float, float, float, int] | None = None
@@ -218,6 +219,10 @@ class ReplicaCountGoal(BalanceGoal):
                     continue  # cheap: only a better key faces the vetoes
                 m = means[t]
                 crowding = abs(on_s - 1 - m) - abs(on_s - m) + abs(on_d + 1 - m) - abs(on_d - m)
+                if replicas[p][0] == s:  # the leadership goes along: crowd the topic's leaders less
+                    lm = lead_mean[t]
+                    ld, ls = tl.get(kt + d, 0), tl.get(kt + s, 0)
+                    crowding += abs(ls - 1 - lm) - abs(ls - lm) + abs(ld + 1 - lm) - abs(ld - lm)
                 key = (gain, crowding, err, x, p)  # equal balance: the smaller replica
                 if best_key is not None and key >= best_key:
                     continue
@@ -244,9 +249,13 @@ class _TopicIndex:
         self.st = st
         # Each topic's replicas per broker of the group, on average (the balanced count).
         totals: dict[int, int] = {}
+        leaders: dict[int, int] = {}
         for p in range(st.np):
             totals[st.topic[p]] = totals.get(st.topic[p], 0) + len(st.replicas[p])
+            leaders[st.topic[p]] = leaders.get(st.topic[p], 0) + 1
         self.mean = {t: c / max(1, len(cands)) for t, c in totals.items()}
+        # ... and its leaders per broker: moving a leader replica moves the leadership too.
+        self.lead_mean = {t: c / max(1, len(cands)) for t, c in leaders.items()}
         self.on: dict[int, list[tuple[float, int]]] = {}
         nb = st.nb
         for b, lst in cands.items():
