@@ -145,14 +145,11 @@ def test_network_skew_seen_through_metrics(spark, zk_connect: str, tmp_path: Pat
           f"after the plan through the seam {seen}")
     for r in resources:
         assert seen[r] < start_ratio[r] - 0.2, r
-    # Better than blind on network out (blind keeps the hot leaders on 0 and 1: 2.50; the plan
-    # through the seam ended at 1.44 and 2.14 in two runs here, the window's loads differing).
-    # On network in, today's planner is not reliably better than blind, however good the loads:
-    # leader_count (threshold 0) holds every broker at exactly its share of leaders, the network
-    # goals move one replica or leader at a time (a move, or a swap, that carries a leadership
-    # is vetoed), and which moves survive depends on ties among the replicas: with the exact
-    # true rates and every size equal both network goals end where blind does (1.26, 2.50);
-    # with sizes 0.1% apart network in reaches 1.03; with loads 20% off, anywhere in 1.02-1.27.
-    # So: never meaningfully worse than blind on network in, better on network out.
-    assert seen["network_out_bytes_per_sec"] < blind["network_out_bytes_per_sec"] - 0.1
-    assert seen["network_in_bytes_per_sec"] <= blind["network_in_bytes_per_sec"] + 0.02
+    # Better than blind on network in. Since the load goals trade count-neutrally (replica and
+    # leadership swaps, planner/trades.py), the plan through the seam reaches network in 1.09
+    # where blind ends at 1.26 (true rates, this window). On network out both now end near
+    # 1.43-1.48: blind's leader count goal already moves the hot leaders off brokers 0 and 1
+    # (2.98 at the start), and a few hot leaderships each exceed a broker's share of network
+    # out, so the informed plan cannot do much better there; it must not do worse.
+    assert seen["network_in_bytes_per_sec"] < blind["network_in_bytes_per_sec"] - 0.1
+    assert seen["network_out_bytes_per_sec"] <= blind["network_out_bytes_per_sec"] + 0.02
