@@ -2,10 +2,10 @@
 
 The cluster's replica counts and sizes are even while its network load is not: three hot
 topics are led from brokers 0 and 1. The live ZooKeeper backend reads no rates, so a plan made
-from it cannot see the skew; the plan made through the load seam from the Spark analysis does,
-and network in/out max/mean improve (measured on the true rates); on network out it beats the
-blind plan, on network in today's planner does not reliably (see the assertions: the leader
-count goal's threshold 0 vetoes the network goals' single moves). The estimation error of
+from it cannot see the skew; the plan made through the load seam from the Spark analysis does.
+Both plans are judged on the window's true loads (the emulator's rates times its traffic shape
+over the analysed window): network in/out max/mean improve, and the informed plan beats the
+blind one on network in and is not meaningfully worse on network out. The estimation error of
 per-partition bytes-in against the emulator's true rates is printed (pytest -s) and bounded.
 """
 
@@ -128,7 +128,11 @@ def test_network_skew_seen_through_metrics(spark, zk_connect: str, tmp_path: Pat
         for r in ("network_in_bytes_per_sec", "network_out_bytes_per_sec"):
             assert getattr(est_b[b], r) == pytest.approx(getattr(true_b[b], r), rel=0.05), (b, r)
 
-    true_model = lay_loads(live, ModelFieldsSource().read(truth))  # the emulator's true rates
+    # Plans are judged on the window's true loads (the emulator's rates times the traffic shape
+    # over the analysed window): that is what the analysis estimated. Judged on the unshaped mean
+    # rates instead, a burst of one hot topic inside the window (the shape multiplies it 2-4x)
+    # makes the informed plan look worse than it is.
+    true_model = window_truth
     before = broker_loads(true_model, preferred=True)
     resources = ("network_in_bytes_per_sec", "network_out_bytes_per_sec")
 
@@ -146,11 +150,10 @@ def test_network_skew_seen_through_metrics(spark, zk_connect: str, tmp_path: Pat
     for r in resources:
         assert seen[r] < start_ratio[r] - 0.2, r
     # Better than blind on network in. Since the load goals trade count-neutrally (replica and
-    # leadership swaps, planner/trades.py), the plan through the seam reaches network in 1.09
-    # where blind ends at 1.26 (true rates, this window). On network out both now end near
-    # 1.43-1.53 (runs differ with the window's loads): blind's leader count goal already moves
-    # the hot leaders off brokers 0 and 1 (2.98 at the start), and a few hot leaderships each
-    # exceed a broker's share of network out, so the informed plan does no better there; it
-    # must not be meaningfully worse.
+    # leadership swaps, planner/trades.py), the plan through the seam reaches network in
+    # 1.09-1.12 where blind ends at 1.26-1.27. On network out both end near 1.43-1.47: blind's
+    # leader count goal already moves the hot leaders off brokers 0 and 1 (2.97 at the start),
+    # and a few hot leaderships each exceed a broker's share of network out, so the informed
+    # plan does no better there; it must not be meaningfully worse.
     assert seen["network_in_bytes_per_sec"] < blind["network_in_bytes_per_sec"] - 0.1
     assert seen["network_out_bytes_per_sec"] <= blind["network_out_bytes_per_sec"] + 0.1
