@@ -168,7 +168,11 @@ def finish(stack: AirflowStack, cluster: EmbeddedCluster, run_id: str, before, s
     say("Waiting for the run: execute (deferred to the triggerer) -> verify -> elect_leaders -> "
         "clear_throttles -> report")
     last = None
+    deadline = time.monotonic() + 1800  # the small example's rebalance takes a minute or two
     while (state := stack.run_state(DAG, run_id)) not in ("success", "failed"):
+        if time.monotonic() > deadline:
+            state = "timed out (30 min)"
+            break
         states = {k: v for k, v in stack.task_states(DAG, run_id).items() if v}
         if states != last:
             print("  " + ", ".join(f"{k}={v}" for k, v in states.items()), flush=True)
