@@ -61,8 +61,11 @@ def test_a_1000_partition_plan_costs_a_few_rewrites_per_burst(zk_connect):
         assert len(cluster.list_reassignments()) == 1
         left = json.loads(zk.get("/admin/reassign_partitions")[0])["partitions"]
         assert [(e["partition"], e["replicas"]) for e in left] == [(0, [8, 2])]
-        # One rewrite per burst at most, where one per partition (999) was made before.
-        assert zk.exists("/admin/reassign_partitions").version <= 4
+        # A few rewrites per burst, where one per partition (999) was made before. Removals
+        # queued while the face's worker drains a burst's events go in one rewrite; a worker
+        # that catches up in the middle of a burst (a loaded machine: CI saw 5 for 4 bursts)
+        # splits it in two.
+        assert zk.exists("/admin/reassign_partitions").version <= 8
         assert zk.exists("/brokers/topics/big").version - topic_version <= 8
         # Partition states are written at every change: their version is the partition epoch.
         state = zk.exists("/brokers/topics/big/partitions/1/state")
