@@ -113,15 +113,24 @@ def shuffle_by_topic(parts: DataFrame, broker_topics: DataFrame,
     return both.repartition(partitions, "topic") if partitions else both.repartition("topic")
 
 
-def _group(*keys: Any) -> tuple[Any, Any]:
-    """Dense group ids of rows by several integer keys: (unique keys, inverse)."""
+def _codes(values: Any, sort: bool = False) -> tuple[Any, int]:
+    """Dense integer codes of values (hash-based; in the values' order if sort) and how many."""
+    import pandas as pd
+
+    codes, uniques = pd.factorize(values, sort=sort)
+    return codes.astype("int64"), len(uniques)
+
+
+def _group(*keys: Any) -> tuple[int, Any]:
+    """Rows grouped by several integer keys: (number of groups, dense group id of each row)."""
     import numpy as np
 
     packed = np.zeros(len(keys[0]), dtype=np.int64)
     for k in keys:
-        values, inverse = np.unique(k, return_inverse=True)
-        packed = packed * len(values) + inverse
-    return np.unique(packed, return_inverse=True)
+        codes, n = _codes(k)
+        packed = packed * n + codes
+    codes, n = _codes(packed)
+    return n, codes
 
 
 def _estimate_arrow(batches: Any) -> Any:
@@ -152,14 +161,14 @@ def _estimate_arrow(batches: Any) -> Any:
     if not len(prow):
         return
     # Partitions each broker leads of a topic at a time, and that broker's rates for the topic.
-    groups, ginv = _group(np.concatenate([times[prow], times[brow]]),
-                          np.concatenate([leader[prow], leader[brow]]),
-                          np.concatenate([topics[prow], topics[brow]]))
+    ngroups, ginv = _group(np.concatenate([times[prow], times[brow]]),
+                           np.concatenate([leader[prow], leader[brow]]),
+                           np.concatenate([topics[prow], topics[brow]]))
     np_ = len(prow)
-    led = np.bincount(ginv[:np_], minlength=len(groups)).astype(float)
+    led = np.bincount(ginv[:np_], minlength=ngroups).astype(float)
     est = {}
     for r in RATES:
-        top = np.full(len(groups), np.nan)
+        top = np.full(ngroups, np.nan)
         np.fmax.at(top, ginv[np_:], floats(r, brow))
         value = top[ginv[:np_]] / led[ginv[:np_]]
         value[~online[prow]] = np.nan
@@ -171,10 +180,11 @@ def _estimate_arrow(batches: Any) -> Any:
 
     # Per partition (topic, partition): window statistics.
     pid = t["partition"].take(pa.array(prow)).to_numpy(zero_copy_only=False).astype(np.int64)
-    keys, pinv = _group(topics[prow], pid)
-    n = len(keys)
-    order = np.lexsort((ptimes, pinv))  # by partition, then time
+    n, pinv = _group(topics[prow], pid)
+    tcode, ntimes = _codes(ptimes, sort=True)
+    order = np.argsort(pinv * ntimes + tcode, kind="stable")  # by partition, then time
     counts = np.bincount(pinv, minlength=n)
+    same = counts.min() == counts.max()  # every partition has as many samples (the usual case)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     last = order[starts + counts - 1]  # each partition's latest sample
     sized = order[~size_null[order]]
@@ -194,11 +204,15 @@ def _estimate_arrow(batches: Any) -> Any:
         np.fmax.at(top, pinv, v)
         stats[f"{r}_max"] = top
         # Exact 95th percentile of the samples present: the value of rank ceil(0.95 k).
-        by_value = np.lexsort((v, pinv))  # NaN last within a partition
         kk = k.astype(np.int64)
         rank = np.maximum((P95 * kk + 99) // 100, 1)
-        pick = by_value[np.minimum(starts + rank - 1, len(v) - 1)]
-        stats[f"{r}_p95"] = np.where(kk > 0, v[pick], np.nan)
+        if same:  # one row of samples per partition, sorted along the rows (NaN last)
+            grid = np.sort(v[order].reshape(n, -1), axis=1)
+            picked = grid[np.arange(n), np.minimum(rank, grid.shape[1]) - 1]
+        else:
+            by_value = np.lexsort((v, pinv))  # NaN last within a partition
+            picked = v[by_value[np.minimum(starts + rank - 1, len(v) - 1)]]
+        stats[f"{r}_p95"] = np.where(kk > 0, picked, np.nan)
     rate_gaps = np.bincount(pinv, weights=np.isnan(est["bytes_in"]) & pon, minlength=n)
     size_gaps = np.bincount(pinv, weights=size_null & pon, minlength=n)
 
@@ -235,13 +249,11 @@ def _estimate_arrow(batches: Any) -> Any:
     is_leader = (broker == leader[prow][row]) & ~leader_null[prow][row]
     bin_ = np.nan_to_num(est["bytes_in"][row])
     bout = np.nan_to_num(est["bytes_out"][row])
-    skeys, sinv = _group(ptimes[row], broker)
-    m = len(skeys)
+    m, sinv = _group(tcode[row], broker)
     first = np.zeros(m, dtype=np.int64)
-    first[sinv] = np.arange(len(sinv))
-    sorder = np.argsort(sinv, kind="stable")
-    sstarts = np.concatenate([[0], np.cumsum(np.bincount(sinv, minlength=m))[:-1]])
-    disk = np.add.reduceat(size[row][sorder], sstarts) if m else np.zeros(0, np.int64)
+    first[sinv] = np.arange(len(sinv))  # a row of each (time, broker)
+    disk = np.zeros(m, dtype=np.int64)
+    np.add.at(disk, sinv, size[row])  # exact integer sums
     series = {
         "kind": pa.array(np.full(m, SERIES_ROW, np.int8)),
         "time": col(ptimes[row][first], stamp), "broker": col(broker[first], pa.int32()),
