@@ -4,7 +4,7 @@ xl: 200 brokers, ~130,000 partitions; 24 h x 12 samples/h = 288 sample times, ~3
 partition rows. For each fraction (1/8, 1/4, 1/2, 1 of the topics by default) the benchmark
 writes the snapshot dataset with pyarrow (generation time, Parquet size), then runs
 spark_jobs/balance_analysis.py through spark-submit on local[2] in a child process (wall time,
-peak RSS of the driver JVM from the child's rusage). Prints numbers; asserts nothing. The
+peak RSS of the JVM and its Python workers). Prints numbers; asserts nothing. The
 target from the issue: the full day analysed in <= 5 minutes on a 2-core machine.
 
     .venv/bin/python benchmarks/bench_spark_analysis.py [--fractions 0.125,0.25,0.5,1]
@@ -131,7 +131,8 @@ def analyse(root: Path, out: Path, driver_memory: str,
     CPU seconds say what the job costs when the machine is shared: wall time on a loaded
     machine overstates it. They are the larger of the reaped children's rusage and the sum over
     every process of the child's session (sampled from /proc: the Python workers Spark forks
-    are not always reaped by it, so rusage alone can miss them). Shuffle partitions are sized
+    are not always reaped by it, so rusage alone can miss them); peak RSS likewise the larger
+    of the largest child's and the session's summed resident memory (JVM + Python workers). Shuffle partitions are sized
     to the data (about a million partition rows each, at least 4): each task's rows are held
     in a Python worker's memory for the vectorised pass.
     """
@@ -151,8 +152,11 @@ def analyse(root: Path, out: Path, driver_memory: str,
         child = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=stderr, text=True,
                                  start_new_session=True)
         seen: dict[int, float] = {}
+        peak = 0.0
         while child.poll() is None:
-            seen.update(_session_cpu(child.pid))
+            now = _session_usage(child.pid)
+            seen.update({pid: cpu for pid, (cpu, _) in now.items()})
+            peak = max(peak, sum(rss for _, rss in now.values()))
             time.sleep(0.5)
         took = time.perf_counter() - began
         stdout.seek(0)
@@ -162,12 +166,13 @@ def analyse(root: Path, out: Path, driver_memory: str,
         raise SystemExit(f"analysis failed:\n{err[-3000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return took, max(cpu, sum(seen.values())), after.ru_maxrss / 1024, out.strip().splitlines()[-1]
+    return (took, max(cpu, sum(seen.values())), max(after.ru_maxrss / 1024, peak / 2**20),
+            out.strip().splitlines()[-1])
 
 
-def _session_cpu(session: int) -> dict[int, float]:
-    """CPU seconds (user + system) of each live process of a session, from /proc."""
-    tick = os.sysconf("SC_CLK_TCK")
+def _session_usage(session: int) -> dict[int, tuple[float, float]]:
+    """(CPU seconds (user + system), resident bytes) of each live process of a session."""
+    tick, page = os.sysconf("SC_CLK_TCK"), os.sysconf("SC_PAGE_SIZE")
     found = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -178,7 +183,8 @@ def _session_cpu(session: int) -> dict[int, float]:
             continue
         fields = stat[stat.rindex(")") + 2:].split()
         if int(fields[3]) == session:  # field 6: session id
-            found[int(pid)] = (int(fields[11]) + int(fields[12])) / tick
+            found[int(pid)] = ((int(fields[11]) + int(fields[12])) / tick,
+                               int(fields[21]) * page)
     return found
 
 
