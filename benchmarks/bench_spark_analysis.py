@@ -4,11 +4,14 @@ xl: 200 brokers, ~130,000 partitions; 24 h x 12 samples/h = 288 sample times, ~3
 partition rows. For each fraction (1/8, 1/4, 1/2, 1 of the topics by default) the benchmark
 writes the snapshot dataset with pyarrow (generation time, Parquet size), then runs
 spark_jobs/balance_analysis.py through spark-submit on local[2] in a child process (wall time,
-peak RSS of the driver JVM from the child's rusage). Prints numbers; asserts nothing. The
+peak RSS of the JVM and its Python workers). Prints numbers; asserts nothing. The
 target from the issue: the full day analysed in <= 5 minutes on a 2-core machine.
 
     .venv/bin/python benchmarks/bench_spark_analysis.py [--fractions 0.125,0.25,0.5,1]
-        [--hours 24] [--driver-memory 4g] [--keep DIR]
+        [--hours 24] [--driver-memory 4g] [--keep DIR] [--generate-only | --reuse]
+
+With --keep DIR the datasets stay in DIR/xl-FRACTION; --generate-only writes them and stops;
+--reuse analyses datasets already in DIR (generated once) instead of writing them again.
 """
 
 from __future__ import annotations
@@ -108,6 +111,15 @@ def _brokers_table(brokers, t, leaders: dict[int, int]) -> pa.Table:
     return pa.table(cols, schema=TABLES["brokers"])
 
 
+def _count_rows(root: Path) -> int:
+    import pyarrow.parquet as pq
+
+    files = sorted((root / "partitions").rglob("*.parquet"))
+    if not files:
+        raise SystemExit(f"error: no dataset in {root} (generate it with --generate-only)")
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+
+
 def du(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
@@ -116,12 +128,15 @@ def analyse(root: Path, out: Path, driver_memory: str,
             rows: int) -> tuple[float, float, float, str]:
     """spark-submit on local[2] in a child: (seconds, CPU seconds, peak RSS MiB, summary line).
 
-    CPU seconds (user + system of the children) say what the job costs when the machine is
-    shared: wall time on a loaded machine overstates it. Shuffle partitions are sized to the
-    data (about 2.5 million partition rows each, at least 4): the one shuffle's sort then fits
-    the driver's memory without spilling, and a small run is not cut into idle tasks.
+    CPU seconds say what the job costs when the machine is shared: wall time on a loaded
+    machine overstates it. They are the larger of the reaped children's rusage and the sum over
+    every process of the child's session (sampled from /proc: the Python workers Spark forks
+    are not always reaped by it, so rusage alone can miss them); peak RSS likewise the larger
+    of the largest child's and the session's summed resident memory (JVM + Python workers). Shuffle partitions are sized
+    to the data (about a million partition rows each, at least 4): each task's rows are held
+    in a Python worker's memory for the vectorised pass.
     """
-    shuffle = max(4, round(rows / 2_500_000))
+    shuffle = max(4, round(rows / 1_000_000))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(ROOT),
                PYSPARK_PYTHON=sys.executable)
@@ -133,13 +148,44 @@ def analyse(root: Path, out: Path, driver_memory: str,
            "--cluster", "xl", "--start", "0", "--end", str(int(time.time()) + 3600),
            "--output", str(out)]
     began = time.perf_counter()
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    took = time.perf_counter() - began
-    if done.returncode != 0:
-        raise SystemExit(f"analysis failed:\n{done.stderr[-3000:]}")
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        child = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=stderr, text=True,
+                                 start_new_session=True)
+        seen: dict[int, float] = {}
+        peak = 0.0
+        while child.poll() is None:
+            now = _session_usage(child.pid)
+            seen.update({pid: cpu for pid, (cpu, _) in now.items()})
+            peak = max(peak, sum(rss for _, rss in now.values()))
+            time.sleep(0.5)
+        took = time.perf_counter() - began
+        stdout.seek(0)
+        stderr.seek(0)
+        out, err = stdout.read(), stderr.read()
+    if child.returncode != 0:
+        raise SystemExit(f"analysis failed:\n{err[-3000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return took, cpu, after.ru_maxrss / 1024, done.stdout.strip().splitlines()[-1]
+    return (took, max(cpu, sum(seen.values())), max(after.ru_maxrss / 1024, peak / 2**20),
+            out.strip().splitlines()[-1])
+
+
+def _session_usage(session: int) -> dict[int, tuple[float, float]]:
+    """(CPU seconds (user + system), resident bytes) of each live process of a session."""
+    tick, page = os.sysconf("SC_CLK_TCK"), os.sysconf("SC_PAGE_SIZE")
+    found = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[3]) == session:  # field 6: session id
+            found[int(pid)] = ((int(fields[11]) + int(fields[12])) / tick,
+                               int(fields[21]) * page)
+    return found
 
 
 def main() -> None:
@@ -148,15 +194,26 @@ def main() -> None:
     parser.add_argument("--hours", type=float, default=24.0)
     parser.add_argument("--driver-memory", default="4g")
     parser.add_argument("--keep", help="write datasets here and keep them")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--generate-only", action="store_true", help="write the datasets, no analysis")
+    mode.add_argument("--reuse", action="store_true", help="analyse the datasets already in --keep")
     args = parser.parse_args()
+    if (args.generate_only or args.reuse) and not args.keep:
+        parser.error("--generate-only and --reuse need --keep DIR")
     base = Path(args.keep or tempfile.mkdtemp(prefix="bench-spark-"))
     print(f"{'fraction':>8} {'rows':>12} {'gen s':>8} {'parquet MiB':>12} {'analysis s':>11} "
           f"{'CPU s':>8} {'peak RSS MiB':>13} {'load avg':>9}", flush=True)
     try:
         for f in (float(x) for x in args.fractions.split(",")):
             root = base / f"xl-{f:g}"
-            rows, gen = generate(root, f, args.hours)
+            if args.reuse:
+                rows, gen = _count_rows(root), float("nan")
+            else:
+                rows, gen = generate(root, f, args.hours)
             size = du(root) / 2**20
+            if args.generate_only:
+                print(f"{f:>8g} {rows:>12,} {gen:>8.1f} {size:>12.1f}", flush=True)
+                continue
             took, cpu, peak, _ = analyse(root, base / f"out-{f:g}", args.driver_memory, rows)
             # The 1-minute load average at the end: the machine is shared, so wall time above
             # CPU time / 2 is time spent waiting for the other processes' cores.

@@ -37,6 +37,8 @@ HOT_PARTITION_FACTOR = 10.0  # a partition carrying 10x the mean partition bytes
 
 
 def session(master: str | None = None, app: str = "kafka-ops-balance-analysis") -> SparkSession:
+    # The pass runs numpy/pyarrow in Python workers: by default the driver's own interpreter.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app)
     if master:
         builder = builder.master(master)
@@ -76,79 +78,250 @@ def read_window(spark: SparkSession, root: str, name: str, cluster: str, start: 
                     & (F.col("time") <= F.timestamp_seconds(F.lit(end)))).drop("date")
 
 
-def estimate_partitions(parts: DataFrame, broker_topics: DataFrame,
-                        partitions: int | None = None) -> DataFrame:
-    """Per partition and time: CC's leader-based estimate of bytes in/out (null = a gap).
+# The per-partition estimate, its window statistics and the per-broker partial sums are computed
+# in one vectorised pass (numpy over Arrow batches, mapInArrow) over the rows of each shuffle
+# partition: Spark brings a topic's partition rows and its broker-topic rates together (one
+# shuffle), each task sees whole topics. Row kinds in the pass' output:
+PARTITION_ROW, SERIES_ROW, TIME_ROW = 0, 1, 2
+RATES = ("bytes_in", "bytes_out", "messages_in")
+PASS_SCHEMA = (
+    "kind byte, time timestamp, topic string, partition int, size_bytes long, "
+    "bytes_in_per_sec double, bytes_out_per_sec double, bytes_in_max double, "
+    "bytes_out_max double, bytes_in_p95 double, bytes_out_p95 double, "
+    "messages_in_per_sec double, samples long, rate_gaps long, size_gaps long, leader int, "
+    "replicas array<int>, isr_size short, last_time timestamp, broker int, replica_count long, "
+    "leaders long, disk long, network_in double, network_out double, leader_bytes_in double")
+PARTITION_COLUMNS = ("topic", "partition", "size_bytes", "bytes_in_per_sec", "bytes_out_per_sec",
+                     "bytes_in_max", "bytes_out_max", "bytes_in_p95", "bytes_out_p95",
+                     "messages_in_per_sec", "samples", "rate_gaps", "size_gaps", "leader",
+                     "replicas", "isr_size")
+P95 = 95  # percent
 
-    The partition rows and the broker-topic rates are brought together in one shuffle: both are
-    hash-partitioned by topic, then a window over (time, leader, topic) counts the partitions each
-    broker leads of the topic and picks up its rates. Grouping by topic is what every later step
-    needs too (per-partition statistics group by topic and partition), so no other step shuffles
-    the partition rows again. (Two joins, as a first version did, shuffled them three times.)
-    """
-    rates = ("bytes_in", "bytes_out", "messages_in")
+
+def shuffle_by_topic(parts: DataFrame, broker_topics: DataFrame,
+                     partitions: int | None = None) -> DataFrame:
+    """The partition rows and the broker-topic rates (a null `partition` marks a rate row; its
+    broker is in `leader`), hash-partitioned by topic: the only shuffle of the partition rows."""
     p = parts.select("time", "topic", "partition", "leader", "replicas", "isr_size", "size_bytes",
-                     *[F.lit(None).cast("double").alias(r) for r in rates])
+                     *[F.lit(None).cast("double").alias(r) for r in RATES])
     bt = broker_topics.select("time", "topic", F.lit(None).cast("int").alias("partition"),
                               F.col("broker").alias("leader"),
                               F.lit(None).cast(parts.schema["replicas"].dataType).alias("replicas"),
                               F.lit(None).cast("short").alias("isr_size"),
-                              F.lit(None).cast("long").alias("size_bytes"), *rates)
+                              F.lit(None).cast("long").alias("size_bytes"), *RATES)
     both = p.unionByName(bt)
-    both = (both.repartition(partitions, "topic") if partitions else both.repartition("topic"))
-    group = Window.partitionBy("time", "leader", "topic")
-    led = F.count("partition").over(group)
-    return (both.select("time", "topic", "partition", "leader", "replicas", "isr_size",
-                        "size_bytes",
-                        *[(F.max(r).over(group) / F.when(F.col("leader") >= 0, led)).alias(r)
-                          for r in rates])
-            .where(F.col("partition").isNotNull()))
+    return both.repartition(partitions, "topic") if partitions else both.repartition("topic")
 
 
-def partition_loads(est: DataFrame, accuracy: int = 200) -> DataFrame:
-    """Window statistics per partition; replicas and leader as at the window's last sample.
+def _codes(values: Any, sort: bool = False) -> tuple[Any, int]:
+    """Dense integer codes of values (hash-based; in the values' order if sort) and how many."""
+    import pandas as pd
 
-    One aggregation (no sort for "the last sample": max_by on time). The 95th percentile is
-    approximate with 1/accuracy relative rank error: a few samples of a day's 288.
-    """
-    latest = F.max_by(F.struct("leader", "replicas", "isr_size"), "time")
-    return (est.groupBy("topic", "partition").agg(
-        F.max_by("size_bytes", F.when(F.col("size_bytes").isNotNull(), F.col("time")))
-        .alias("size_bytes"),
-        F.avg("bytes_in").alias("bytes_in_per_sec"),
-        F.avg("bytes_out").alias("bytes_out_per_sec"),
-        F.max("bytes_in").alias("bytes_in_max"),
-        F.max("bytes_out").alias("bytes_out_max"),
-        F.percentile_approx("bytes_in", 0.95, accuracy).alias("bytes_in_p95"),
-        F.percentile_approx("bytes_out", 0.95, accuracy).alias("bytes_out_p95"),
-        F.avg("messages_in").alias("messages_in_per_sec"),
-        F.count("*").alias("samples"),
-        F.count_if(F.col("bytes_in").isNull() & (F.col("leader") >= 0)).alias("rate_gaps"),
-        F.count_if(F.col("size_bytes").isNull() & (F.col("leader") >= 0)).alias("size_gaps"),
-        latest.alias("_latest"))
-        .select("*", "_latest.*").drop("_latest")
-        .withColumn("cpu", F.lit(None).cast("double")))
+    codes, uniques = pd.factorize(values, sort=sort)
+    return codes.astype("int64"), len(uniques)
 
 
-def broker_timeseries(est: DataFrame, brokers: DataFrame) -> DataFrame:
+def _group(*keys: Any) -> tuple[int, Any]:
+    """Rows grouped by several integer keys: (number of groups, dense group id of each row)."""
+    import numpy as np
+
+    packed = np.zeros(len(keys[0]), dtype=np.int64)
+    for k in keys:
+        codes, n = _codes(k)
+        packed = packed * n + codes
+    codes, n = _codes(packed)
+    return n, codes
+
+
+def _estimate_arrow(batches: Any) -> Any:
+    """One task's rows (whole topics) -> per-partition statistics, per (time, broker) partial sums
+    of the planner's load model, and the sample times seen. Cruise Control's estimate: a
+    broker's per-topic rate split evenly over the partitions of the topic it leads at that time
+    (max of duplicate rate rows; null when the rate is missing or the partition has no leader)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    batches = list(batches)
+    if not batches or not sum(b.num_rows for b in batches):
+        return
+    t = pa.concat_batches(batches)
+    is_p = t["partition"].is_valid().to_numpy(zero_copy_only=False)
+    times = pc.cast(t["time"], pa.int64()).to_numpy(zero_copy_only=False)
+    topic = t["topic"].dictionary_encode()
+    topics = topic.indices.to_numpy(zero_copy_only=False)
+    leader_null = t["leader"].is_null().to_numpy(zero_copy_only=False)
+    leader = t["leader"].fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    online = (leader >= 0) & ~leader_null
+
+    def floats(name: str, rows: Any) -> Any:
+        return t[name].take(pa.array(rows)).to_numpy(zero_copy_only=False).astype(float)
+
+    prow, brow = np.flatnonzero(is_p), np.flatnonzero(~is_p)
+    if not len(prow):
+        return
+    # Partitions each broker leads of a topic at a time, and that broker's rates for the topic.
+    ngroups, ginv = _group(np.concatenate([times[prow], times[brow]]),
+                           np.concatenate([leader[prow], leader[brow]]),
+                           np.concatenate([topics[prow], topics[brow]]))
+    np_ = len(prow)
+    led = np.bincount(ginv[:np_], minlength=ngroups).astype(float)
+    est = {}
+    for r in RATES:
+        top = np.full(ngroups, np.nan)
+        np.fmax.at(top, ginv[np_:], floats(r, brow))
+        value = top[ginv[:np_]] / led[ginv[:np_]]
+        value[~online[prow]] = np.nan
+        est[r] = value
+    ptimes, pon = times[prow], online[prow]
+    size_null = t["size_bytes"].take(pa.array(prow)).is_null().to_numpy(zero_copy_only=False)
+    size = t["size_bytes"].take(pa.array(prow)).fill_null(0).to_numpy(
+        zero_copy_only=False).astype(np.int64)
+
+    # Per partition (topic, partition): window statistics.
+    pid = t["partition"].take(pa.array(prow)).to_numpy(zero_copy_only=False).astype(np.int64)
+    n, pinv = _group(topics[prow], pid)
+    tcode, ntimes = _codes(ptimes, sort=True)
+    order = np.argsort(pinv * ntimes + tcode, kind="stable")  # by partition, then time
+    counts = np.bincount(pinv, minlength=n)
+    same = counts.min() == counts.max()  # every partition has as many samples (the usual case)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    last = order[starts + counts - 1]  # each partition's latest sample
+    sized = order[~size_null[order]]
+    sized_last = np.full(n, -1)
+    sized_last[pinv[sized]] = sized  # ascending time within a partition: the last one stays
+    stats = {}
+    for r in RATES:
+        v = est[r]
+        ok = ~np.isnan(v)
+        k = np.bincount(pinv, weights=ok, minlength=n)
+        total = np.bincount(pinv, weights=np.where(ok, v, 0.0), minlength=n)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            stats[f"{r}_per_sec"] = np.where(k > 0, total / np.maximum(k, 1), np.nan)
+        if r == "messages_in":
+            continue
+        top = np.full(n, np.nan)
+        np.fmax.at(top, pinv, v)
+        stats[f"{r}_max"] = top
+        # Exact 95th percentile of the samples present: the value of rank ceil(0.95 k).
+        kk = k.astype(np.int64)
+        rank = np.maximum((P95 * kk + 99) // 100, 1)
+        if same:  # one row of samples per partition, sorted along the rows (NaN last)
+            grid = np.sort(v[order].reshape(n, -1), axis=1)
+            picked = grid[np.arange(n), np.minimum(rank, grid.shape[1]) - 1]
+        else:
+            by_value = np.lexsort((v, pinv))  # NaN last within a partition
+            picked = v[by_value[np.minimum(starts + rank - 1, len(v) - 1)]]
+        stats[f"{r}_p95"] = np.where(kk > 0, picked, np.nan)
+    rate_gaps = np.bincount(pinv, weights=np.isnan(est["bytes_in"]) & pon, minlength=n)
+    size_gaps = np.bincount(pinv, weights=size_null & pon, minlength=n)
+
+    def col(values: Any, typ: Any, null: Any = None) -> Any:
+        if pa.types.is_integer(typ) or pa.types.is_timestamp(typ):
+            values = np.asarray(values).astype(np.int64)
+        return pa.array(values, typ, mask=null)
+
+    def nan_null(values: Any) -> Any:
+        return pa.array(values, pa.float64(), mask=np.isnan(values))
+
+    prow_last = pa.array(prow[last])
+    size_rows = np.where(sized_last >= 0, sized_last, 0)
+    stamp = pa.timestamp("us", tz="UTC")
+    part = {
+        "kind": pa.array(np.full(n, PARTITION_ROW, np.int8)),
+        "topic": t["topic"].take(prow_last), "partition": col(pid[last], pa.int32()),
+        "size_bytes": col(size[size_rows], pa.int64(), sized_last < 0),
+        **{c: nan_null(stats[c]) for c in ("bytes_in_per_sec", "bytes_out_per_sec",
+                                           "bytes_in_max", "bytes_out_max", "bytes_in_p95",
+                                           "bytes_out_p95", "messages_in_per_sec")},
+        "samples": col(counts, pa.int64()), "rate_gaps": col(rate_gaps, pa.int64()),
+        "size_gaps": col(size_gaps, pa.int64()),
+        "leader": t["leader"].take(prow_last), "replicas": t["replicas"].take(prow_last),
+        "isr_size": t["isr_size"].take(prow_last),
+        "last_time": col(ptimes[last], stamp),
+    }
+
+    # Per (time, broker): the planner's load model summed over this task's replicas.
+    reps = t["replicas"].take(pa.array(prow))
+    rf = pc.list_value_length(reps).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    row = np.repeat(np.arange(np_), rf)
+    broker = pc.list_flatten(reps).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    is_leader = (broker == leader[prow][row]) & ~leader_null[prow][row]
+    bin_ = np.nan_to_num(est["bytes_in"][row])
+    bout = np.nan_to_num(est["bytes_out"][row])
+    m, sinv = _group(tcode[row], broker)
+    first = np.zeros(m, dtype=np.int64)
+    first[sinv] = np.arange(len(sinv))  # a row of each (time, broker)
+    disk = np.zeros(m, dtype=np.int64)
+    np.add.at(disk, sinv, size[row])  # exact integer sums
+    series = {
+        "kind": pa.array(np.full(m, SERIES_ROW, np.int8)),
+        "time": col(ptimes[row][first], stamp), "broker": col(broker[first], pa.int32()),
+        "replica_count": col(np.bincount(sinv, minlength=m), pa.int64()),
+        "leaders": col(np.bincount(sinv, weights=is_leader, minlength=m), pa.int64()),
+        "disk": col(disk, pa.int64()),
+        "network_in": col(np.bincount(sinv, weights=bin_, minlength=m), pa.float64()),
+        "network_out": col(np.bincount(sinv, weights=np.where(
+            is_leader, bout + bin_ * (rf[row] - 1), 0.0), minlength=m), pa.float64()),
+        "leader_bytes_in": col(np.bincount(sinv, weights=np.where(is_leader, bin_, 0.0),
+                                           minlength=m), pa.float64()),
+        "rate_gaps": col(np.bincount(sinv, weights=np.isnan(est["bytes_in"][row]) & is_leader,
+                                     minlength=m), pa.int64()),
+    }
+    seen = np.unique(ptimes)
+    sample_times = {"kind": pa.array(np.full(len(seen), TIME_ROW, np.int8)),
+                    "time": col(seen, stamp)}
+    schema = _pass_schema()
+    for cols, rows in ((part, n), (series, m), (sample_times, len(seen))):
+        if rows:
+            yield pa.RecordBatch.from_arrays(
+                [cols[f.name].cast(f.type) if f.name in cols else pa.nulls(rows, f.type)
+                 for f in schema], schema=schema)
+
+
+def _pass_schema() -> Any:
+    """PASS_SCHEMA as Arrow types (what Spark expects back from the pass)."""
+    import pyarrow as pa
+
+    types = {"byte": pa.int8(), "short": pa.int16(), "int": pa.int32(), "long": pa.int64(),
+             "double": pa.float64(), "string": pa.string(),
+             "timestamp": pa.timestamp("us", tz="UTC"),
+             "array<int>": pa.list_(pa.field("element", pa.int32()))}
+    fields = [f.strip().split(" ") for f in PASS_SCHEMA.split(",")]
+    return pa.schema([pa.field(name, types[typ]) for name, typ in fields])
+
+
+def estimate(both: DataFrame) -> DataFrame:
+    """The vectorised pass over the topic-partitioned rows (see _estimate_arrow)."""
+    if __name__ != "__main__":  # ship this module's code to the Python workers by value
+        from pyspark import cloudpickle
+
+        cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    return both.mapInArrow(_estimate_arrow, PASS_SCHEMA)
+
+
+def partition_loads(passed: DataFrame) -> DataFrame:
+    """Window statistics per partition (mean, max, exact 95th percentile of the samples
+    present); size is the latest known, leader/replicas/isr_size as at the partition's last
+    sample; `last_time` is that sample's time (dropped from what is written)."""
+    counts = ("samples", "rate_gaps", "size_gaps")  # never null (as counts are in Spark)
+    return passed.where(F.col("kind") == PARTITION_ROW).select(
+        *[F.coalesce(c, F.lit(0)).alias(c) if c in counts else c for c in PARTITION_COLUMNS],
+        F.lit(None).cast("double").alias("cpu"), "last_time")
+
+
+def broker_timeseries(passed: DataFrame, brokers: DataFrame) -> DataFrame:
     """Per broker and time, the planner's load model over the estimates at that time, and the
     leader count the broker itself reported (its LeaderCount gauge; null when not scraped)."""
-    rf = F.size("replicas")
-    rep = est.select("time", "topic", "partition", "leader", "size_bytes", "bytes_in",
-                     "bytes_out", rf.alias("rf"), F.posexplode("replicas").alias("pos", "broker"))
-    is_leader = F.col("broker") == F.col("leader")
-    return rep.groupBy("time", "broker").agg(
-        F.count("*").alias("replicas"),
-        F.count_if(is_leader).alias("leaders"),
-        F.sum(F.coalesce("size_bytes", F.lit(0))).alias("disk"),
-        F.sum(F.coalesce("bytes_in", F.lit(0.0))).alias("network_in"),
-        F.sum(F.when(is_leader, F.coalesce("bytes_out", F.lit(0.0))
-                     + F.coalesce("bytes_in", F.lit(0.0)) * (F.col("rf") - 1)).otherwise(0.0))
-        .alias("network_out"),
-        F.sum(F.when(is_leader, F.coalesce("bytes_in", F.lit(0.0))).otherwise(0.0))
-        .alias("leader_bytes_in"),
-        F.count_if(F.col("bytes_in").isNull() & is_leader).alias("rate_gaps"),
-    ).join(brokers.select("time", "broker", "leader_count"), ["time", "broker"], "left")
+    def count(c: str) -> Any:  # never null, as Spark's counts are
+        return F.coalesce(F.sum(c), F.lit(0))
+
+    return (passed.where(F.col("kind") == SERIES_ROW).groupBy("time", "broker").agg(
+        count("replica_count").alias("replicas"), count("leaders").alias("leaders"),
+        F.sum("disk").alias("disk"), F.sum("network_in").alias("network_in"),
+        F.sum("network_out").alias("network_out"),
+        F.sum("leader_bytes_in").alias("leader_bytes_in"), count("rate_gaps").alias("rate_gaps"))
+        .join(brokers.select("time", "broker", "leader_count"), ["time", "broker"], "left"))
 
 
 RESOURCES = ("replicas", "leaders", "disk", "network_in", "network_out", "leader_bytes_in")
@@ -231,25 +404,51 @@ def topic_dispersion(latest: DataFrame, live: list[int]) -> dict[str, Any]:
                                  F.sum("count").alias("replicas")))
     bad = per.where(F.col("max_on_broker") > F.ceil(F.col("replicas") / n) + 1)
     return {"topics": per.count(), "uneven_topics": bad.count(),
-            "examples": [r["topic"] for r in bad.orderBy(F.desc("max_on_broker")).limit(10).collect()]}
+            "examples": [r["topic"] for r in bad.orderBy(F.desc("max_on_broker"), "topic")
+                         .limit(10).collect()]}
 
 
 def analyze(spark: SparkSession, snapshots: str, cluster: str, start: int, end: int,
             output: str, pools: dict[int, str] | None = None,
             thresholds: dict[str, float] | None = None, charts: bool = True) -> dict[str, Any]:
-    thresholds = {**THRESHOLDS, **(thresholds or {})}
+    saved = {k: spark.conf.get(k, None) for k in SQL_CONF}
+    for k, v in SQL_CONF.items():
+        spark.conf.set(k, v)
+    try:
+        return _analyze(spark, snapshots, cluster, start, end, output, pools,
+                        {**THRESHOLDS, **(thresholds or {})}, charts)
+    finally:
+        for k, old in saved.items():
+            if old is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, old)
+
+
+# Set for the job's queries (restored after): Arrow batches of the pass, larger than the
+# default 10,000 rows (fewer round trips to the Python workers), and no byte limit per batch:
+# with one, Spark measures the batch after every row, which costs time linear in the batch's
+# list values (the replica lists), quadratic over a batch (Int.MaxValue turns the check off).
+SQL_CONF = {"spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+            "spark.sql.execution.arrow.maxBytesPerBatch": str(2**31 - 1)}
+
+
+def _analyze(spark: SparkSession, snapshots: str, cluster: str, start: int, end: int,
+             output: str, pools: dict[int, str] | None, thresholds: dict[str, float],
+             charts: bool) -> dict[str, Any]:
     parts = read_window(spark, snapshots, "partitions", cluster, start, end)
     bt = read_window(spark, snapshots, "broker_topics", cluster, start, end)
     brokers = read_window(spark, snapshots, "brokers", cluster, start, end).persist()
     shuffle = int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
-    est = estimate_partitions(parts, bt, shuffle).persist()
-    times = est.select("time").distinct().count()
+    passed = estimate(shuffle_by_topic(parts, bt, shuffle)).persist()
+    times, latest_time = passed.where(F.col("kind") == TIME_ROW).agg(
+        F.countDistinct("time"), F.max("time")).first()
     if times == 0:
         raise SystemExit(f"error: no snapshot samples for cluster {cluster!r} in the window")
     out = Path(output)
-    pl = partition_loads(est).persist()
-    pl.write.mode("overwrite").parquet(str(out / "partition_loads"))
-    series = broker_timeseries(est, brokers).persist()
+    pl = partition_loads(passed).persist()
+    pl.drop("last_time").write.mode("overwrite").parquet(str(out / "partition_loads"))
+    series = broker_timeseries(passed, brokers).persist()
     series.write.mode("overwrite").parquet(str(out / "broker_timeseries"))
     bl = broker_loads(series, brokers, pl)
     if pools:
@@ -276,12 +475,10 @@ def analyze(spark: SparkSession, snapshots: str, cluster: str, start: int, end: 
     mean_in = pl.agg(F.avg("bytes_in_per_sec")).first()[0] or 0.0
     hot = (pl.where(F.col("bytes_in_per_sec") > mean_in * HOT_PARTITION_FACTOR)
            .orderBy(F.desc("bytes_in_per_sec")))
-    # One pass over the (cached) estimates instead of re-reading the snapshot files.
-    online = F.col("leader") >= 0
-    gaps, rate_gaps, latest_time = est.agg(
-        F.count_if(F.col("size_bytes").isNull() & online),
-        F.count_if(F.col("bytes_in").isNull() & online), F.max("time")).first()
-    latest = est.where(F.col("time") == F.lit(latest_time))
+    # Gaps per partition add up to the window's; the latest sample time's rows are the
+    # partitions whose last sample is at that time.
+    gaps, rate_gaps = (int(v or 0) for v in pl.agg(F.sum("size_gaps"), F.sum("rate_gaps")).first())
+    latest = pl.where(F.col("last_time") == F.lit(latest_time))
     offline = latest.where(F.col("leader") < 0).count()
     urp = latest.where(F.col("isr_size") < F.size("replicas")).count()
     over_capacity = []
@@ -326,7 +523,7 @@ def analyze(spark: SparkSession, snapshots: str, cluster: str, start: int, end: 
     if charts:
         summary["charts"] = draw_charts(series, summary, out / "charts")
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
-    for df in (est, pl, series, bl, brokers):
+    for df in (passed, pl, series, bl, brokers):
         df.unpersist()
     return summary
 

@@ -4,11 +4,14 @@ hand-made snapshot datasets in the real Parquet layout."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 
 import pytest
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# The analysis runs numpy/pyarrow in Python workers: the interpreter running the tests.
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
 @pytest.fixture(scope="session")

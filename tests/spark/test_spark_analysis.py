@@ -87,6 +87,9 @@ def test_exact_aggregates(spark, tmp_path: Path) -> None:
     # a-0 and a-2 share broker 1's topic-a rate: (10, 20)/2 then (30, 40)/2.
     assert (pl["a", 0]["bytes_in_per_sec"], pl["a", 0]["bytes_out_per_sec"]) == (10.0, 15.0)
     assert (pl["a", 0]["bytes_in_max"], pl["a", 0]["size_bytes"]) == (15.0, 110)
+    # The 95th percentile is exact: the sample of rank ceil(0.95 x samples present).
+    assert (pl["a", 0]["bytes_in_p95"], pl["a", 0]["bytes_out_p95"]) == (15.0, 20.0)
+    assert (pl["a", 1]["bytes_in_p95"], pl["b", 0]["bytes_in_p95"]) == (6.0, 8.0)
     assert (pl["a", 2]["size_bytes"], pl["a", 2]["size_gaps"]) == (300, 1)  # latest known size
     assert (pl["a", 1]["bytes_in_per_sec"], pl["a", 1]["rate_gaps"]) == (6.0, 1)
     assert (pl["b", 0]["bytes_in_per_sec"], pl["b", 0]["bytes_out_per_sec"]) == (6.0, 8.0)
