@@ -335,7 +335,11 @@ class BalanceGoal:
             bc, bl, bp = 0, 0.0, 0  # the best key: crowding, +-load of the other broker, partition
             # Once the best has the lowest crowding, only a lighter (heavier) other end beats it,
             # and none beats the emptiest (fullest) broker of the group: the scan may stop.
-            if above:
+            if above and taker is not None and len(led[w]) >= _VECTOR_SCAN:
+                edge = min(map(load.__getitem__, brokers))
+                floor = new_floor - (crowded[w] > 0)
+                best = taker.give(run, w, led[w], load, lo, floor, edge)
+            elif above:
                 limit = lw - 2  # the transfer must narrow the gap between the two brokers
                 edge = min(map(load.__getitem__, brokers))
                 floor = new_floor - (crowded[w] > 0)
@@ -523,9 +527,18 @@ class _TakerScan:
         self.kt = [self.topic[ps] * nb for ps in self.on]
         self.lo_hi = [(self.t_lo[self.topic[ps]], self.t_hi[self.topic[ps]]) for ps in self.on]
         self.scale = st.np + 1  # keys: (crowding, -load, partition) as one integer
+        # For the giving side: each partition's replicas in list order (the leader first),
+        # -1 past the replication factor.
+        self.replicas = st.replicas
+        rf = max(map(len, st.replicas), default=1)
+        self.reps = np.full((st.np, max(2, rf)), -1, dtype=np.int64)
+        for p, r in enumerate(st.replicas):
+            self.reps[p, :len(r)] = r
 
     def moved(self, p: int, old: int, new: int) -> None:
         """Leadership of p passed from old to new (topic_leaders already changed)."""
+        r = self.replicas[p]
+        self.reps[p, :len(r)] = r
         self.lead[p] = new
         kt = int(self.topic[p]) * self.nb
         self.tl[kt + old] = self.tl_dict.get(kt + old, 0)
@@ -575,6 +588,68 @@ class _TakerScan:
                 break
             start = restart
         return None if best is None else (int(ps[best]), w)
+
+
+    def give(self, run: Run, w: int, led: Sequence[int], load: Sequence[float], lo: float,
+             floor: int, edge: float) -> tuple[int, int] | None:
+        """(partition, follower) of the transfer the giving-side loop of the leader count goal
+        picks for w (above its bounds), weighing every (partition w leads, follower) at once.
+
+        The loop visits them in partition order, then replica list order, keeps the best key
+        (topic crowding, the follower's load, partition) among the transfers can_lead allows,
+        and after each partition stops if the best is one no transfer can beat. Here the
+        running minimum's records are the bests the loop meets, checked in the same order.
+        """
+        nb = self.nb
+        ps = np.asarray(led, dtype=np.int64)
+        if not len(ps):
+            return None
+        loads = np.asarray(load, dtype=np.int64)
+        limit = int(loads[w]) - 2  # the transfer must narrow the gap between the two brokers
+        fol = self.reps[ps, 1:]  # (partition, follower slot), in the loop's order when raveled
+        lf = loads[fol]  # -1 slots read the last broker: masked below
+        ok = (fol >= 0) & (lf <= limit)
+        rows, cols = np.nonzero(ok)
+        if not len(rows):
+            return None
+        f = fol[rows, cols]
+        lf = lf[rows, cols]
+        p_arr = ps[rows]
+        t = self.topic[p_arr]
+        kt = t * nb
+        t_lo, t_hi = self.t_lo[t], self.t_hi[t]
+        on_old, on_new = self.tl[kt + w], self.tl[kt + f]
+        # The loop's (on_new + 1 > t_hi) - (on_new < t_lo) + (on_old - 1 < t_lo) - (on_old > t_hi).
+        c = ((on_new >= t_hi).astype(np.int64) - (on_new < t_lo) + (on_old <= t_lo)
+             - (on_old > t_hi))
+        m = self.scale
+        keys = ((c + 8) * m + lf) * m + p_arr
+        big = np.iinfo(np.int64).max
+        best = -1
+        best_key = big
+        start = 0
+        can_lead = run.can_lead
+        while start < len(keys):
+            run_min = np.minimum.accumulate(keys[start:])
+            prev = np.concatenate(([best_key], run_min[:-1]))
+            records = np.flatnonzero(run_min < prev) + start
+            restart = None
+            for i in records.tolist():
+                if best >= 0 and rows[i] != rows[best]:
+                    # The loop checks after each partition: the best's partition is done.
+                    bc, bl = int(c[best]), int(lf[best])
+                    if bc <= 0 and (bl < lo or (bc == floor and bl <= edge)):
+                        return int(p_arr[best]), int(f[best])
+                p, new = int(p_arr[i]), int(f[i])
+                if not can_lead(p, new):
+                    keys[i] = big
+                    restart = i + 1
+                    break
+                best, best_key = i, int(keys[i])
+            if restart is None:
+                break
+            start = restart
+        return None if best < 0 else (int(p_arr[best]), int(f[best]))
 
 
 def _worst_count(load: Sequence[float], brokers: Sequence[int], lo: float, hi: float,
