@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from itertools import chain
+from operator import itemgetter
 
 import numpy as np
 
@@ -316,6 +318,7 @@ class BalanceGoal:
                 crowded[key % nb] += 1
 
         taker = _TakerScan(st, lead_range, on) if st.np >= _VECTOR_MIN else None
+        pick = _pick(brokers)  # the group's entries of a per-broker list
 
         def note(p: int, old: int, new: int) -> None:
             """Leadership of p passed from old to new: the index and ``crowded`` follow."""
@@ -336,12 +339,12 @@ class BalanceGoal:
             # Once the best has the lowest crowding, only a lighter (heavier) other end beats it,
             # and none beats the emptiest (fullest) broker of the group: the scan may stop.
             if above and taker is not None and len(led[w]) >= _VECTOR_SCAN:
-                edge = min(map(load.__getitem__, brokers))
+                edge = min(pick(load))
                 floor = new_floor - (crowded[w] > 0)
                 best = taker.give(run, w, led[w], load, lo, floor, edge)
             elif above:
                 limit = lw - 2  # the transfer must narrow the gap between the two brokers
-                edge = min(map(load.__getitem__, brokers))
+                edge = min(pick(load))
                 floor = new_floor - (crowded[w] > 0)
                 for p in led[w]:
                     reps = replicas[p]
@@ -368,12 +371,12 @@ class BalanceGoal:
                     if best is not None and bc <= 0 and (bl < lo or (bc == floor and bl <= edge)):
                         break  # a transfer between a broker above and one below: none is better
             elif taker is not None and len(followed[w]) >= _VECTOR_SCAN:
-                edge = max(map(load.__getitem__, brokers))
-                floor = new_floor - any(crowded[b] for b in brokers)
+                edge = max(pick(load))
+                floor = new_floor - any(pick(crowded))
                 best = taker.best(run, w, load, hi, floor, edge)
             else:
-                edge = max(map(load.__getitem__, brokers))
-                floor = new_floor - any(crowded[b] for b in brokers)
+                edge = max(pick(load))
+                floor = new_floor - any(pick(crowded))
                 for p in followed[w]:
                     lead = replicas[p][0]
                     ll = load[lead]
@@ -475,10 +478,14 @@ class LeaderIndex:
     """
 
     def __init__(self, st: WorkingState, on: Sequence[Sequence[int]]) -> None:
-        replicas = st.replicas
-        self.led: list[list[int]] = [[p for p in ps if replicas[p][0] == b] for b, ps in enumerate(on)]
-        self.followed: list[list[int]] = [[p for p in ps if replicas[p][0] != b]
-                                          for b, ps in enumerate(on)]
+        lead = np.fromiter((r[0] if r else -1 for r in st.replicas), dtype=np.int64, count=st.np)
+        self.led: list[list[int]] = []
+        self.followed: list[list[int]] = []
+        for b, ps in enumerate(on):
+            arr = np.asarray(ps, dtype=np.int64)
+            mine = lead[arr] == b
+            self.led.append(arr[mine].tolist())
+            self.followed.append(arr[~mine].tolist())
 
     def moved(self, p: int, old: int, new: int) -> None:
         """Leadership of p passed from old to new."""
@@ -530,10 +537,11 @@ class _TakerScan:
         # For the giving side: each partition's replicas in list order (the leader first),
         # -1 past the replication factor.
         self.replicas = st.replicas
-        rf = max(map(len, st.replicas), default=1)
-        self.reps = np.full((st.np, max(2, rf)), -1, dtype=np.int64)
-        for p, r in enumerate(st.replicas):
-            self.reps[p, :len(r)] = r
+        lens = np.fromiter(map(len, st.replicas), dtype=np.int64, count=st.np)
+        flat = np.fromiter(chain.from_iterable(st.replicas), dtype=np.int64, count=int(lens.sum()))
+        self.reps = np.full((st.np, max(2, int(lens.max(initial=1)))), -1, dtype=np.int64)
+        rows = np.repeat(np.arange(st.np), lens)
+        self.reps[rows, np.arange(len(flat)) - np.repeat(np.cumsum(lens) - lens, lens)] = flat
 
     def moved(self, p: int, old: int, new: int) -> None:
         """Leadership of p passed from old to new (topic_leaders already changed)."""
@@ -659,17 +667,27 @@ def _worst_count(load: Sequence[float], brokers: Sequence[int], lo: float, hi: f
         brokers = [b for b in brokers if b not in stuck]
         if not brokers:
             return None
-    values = [load[b] for b in brokers]
+    values = _pick(brokers)(load)
     top, bottom = max(values), min(values)
     up = top - hi if top > hi else lo - top
     down = bottom - hi if bottom > hi else lo - bottom
     dist = max(up, down)
     if dist <= 0:
         return None
-    for b, v in zip(brokers, values, strict=True):
-        if (v - hi if v > hi else lo - v) == dist:
-            return b, v > hi
-    return None
+    # Only the top value can be furthest above and only the bottom one furthest below (or
+    # short of lo): the first broker holding either, where it is the furthest.
+    n = len(values)
+    i = min(values.index(top) if up == dist else n, values.index(bottom) if down == dist else n)
+    b = brokers[i]
+    return b, load[b] > hi
+
+
+def _pick(brokers: Sequence[int]) -> Callable[[Sequence[float]], Sequence[float]]:
+    """itemgetter of the brokers' entries, always as a tuple."""
+    if len(brokers) == 1:
+        only = brokers[0]
+        return lambda seq: (seq[only],)
+    return itemgetter(*brokers)
 
 
 def _apply_chain(run: Run, steps: list[tuple[int, int]]) -> bool:
