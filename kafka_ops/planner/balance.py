@@ -577,7 +577,8 @@ class _TakerScan:
         start = 0
         can_lead = run.can_lead
         while start < len(keys):
-            run_min = np.minimum.accumulate(keys[start:])
+            # Capped at the best so far: after a veto the scan resumes against it.
+            run_min = np.minimum(np.minimum.accumulate(keys[start:]), best_key)
             # Records: where the running minimum drops below everything before it.
             prev = np.concatenate(([best_key], run_min[:-1]))
             records = np.flatnonzero(run_min < prev) + start
@@ -638,7 +639,8 @@ class _TakerScan:
         start = 0
         can_lead = run.can_lead
         while start < len(keys):
-            run_min = np.minimum.accumulate(keys[start:])
+            # Capped at the best so far: after a veto the scan resumes against it.
+            run_min = np.minimum(np.minimum.accumulate(keys[start:]), best_key)
             prev = np.concatenate(([best_key], run_min[:-1]))
             records = np.flatnonzero(run_min < prev) + start
             restart = None
