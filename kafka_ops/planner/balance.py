@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from itertools import chain
+from operator import itemgetter
 
 import numpy as np
 
@@ -316,6 +318,7 @@ class BalanceGoal:
                 crowded[key % nb] += 1
 
         taker = _TakerScan(st, lead_range, on) if st.np >= _VECTOR_MIN else None
+        pick = _pick(brokers)  # the group's entries of a per-broker list
 
         def note(p: int, old: int, new: int) -> None:
             """Leadership of p passed from old to new: the index and ``crowded`` follow."""
@@ -335,9 +338,13 @@ class BalanceGoal:
             bc, bl, bp = 0, 0.0, 0  # the best key: crowding, +-load of the other broker, partition
             # Once the best has the lowest crowding, only a lighter (heavier) other end beats it,
             # and none beats the emptiest (fullest) broker of the group: the scan may stop.
-            if above:
+            if above and taker is not None and len(led[w]) >= _VECTOR_SCAN:
+                edge = min(pick(load))
+                floor = new_floor - (crowded[w] > 0)
+                best = taker.give(run, w, led[w], load, lo, floor, edge)
+            elif above:
                 limit = lw - 2  # the transfer must narrow the gap between the two brokers
-                edge = min(map(load.__getitem__, brokers))
+                edge = min(pick(load))
                 floor = new_floor - (crowded[w] > 0)
                 for p in led[w]:
                     reps = replicas[p]
@@ -364,12 +371,12 @@ class BalanceGoal:
                     if best is not None and bc <= 0 and (bl < lo or (bc == floor and bl <= edge)):
                         break  # a transfer between a broker above and one below: none is better
             elif taker is not None and len(followed[w]) >= _VECTOR_SCAN:
-                edge = max(map(load.__getitem__, brokers))
-                floor = new_floor - any(crowded[b] for b in brokers)
+                edge = max(pick(load))
+                floor = new_floor - any(pick(crowded))
                 best = taker.best(run, w, load, hi, floor, edge)
             else:
-                edge = max(map(load.__getitem__, brokers))
-                floor = new_floor - any(crowded[b] for b in brokers)
+                edge = max(pick(load))
+                floor = new_floor - any(pick(crowded))
                 for p in followed[w]:
                     lead = replicas[p][0]
                     ll = load[lead]
@@ -471,10 +478,14 @@ class LeaderIndex:
     """
 
     def __init__(self, st: WorkingState, on: Sequence[Sequence[int]]) -> None:
-        replicas = st.replicas
-        self.led: list[list[int]] = [[p for p in ps if replicas[p][0] == b] for b, ps in enumerate(on)]
-        self.followed: list[list[int]] = [[p for p in ps if replicas[p][0] != b]
-                                          for b, ps in enumerate(on)]
+        lead = np.fromiter((r[0] if r else -1 for r in st.replicas), dtype=np.int64, count=st.np)
+        self.led: list[list[int]] = []
+        self.followed: list[list[int]] = []
+        for b, ps in enumerate(on):
+            arr = np.asarray(ps, dtype=np.int64)
+            mine = lead[arr] == b
+            self.led.append(arr[mine].tolist())
+            self.followed.append(arr[~mine].tolist())
 
     def moved(self, p: int, old: int, new: int) -> None:
         """Leadership of p passed from old to new."""
@@ -523,9 +534,19 @@ class _TakerScan:
         self.kt = [self.topic[ps] * nb for ps in self.on]
         self.lo_hi = [(self.t_lo[self.topic[ps]], self.t_hi[self.topic[ps]]) for ps in self.on]
         self.scale = st.np + 1  # keys: (crowding, -load, partition) as one integer
+        # For the giving side: each partition's replicas in list order (the leader first),
+        # -1 past the replication factor.
+        self.replicas = st.replicas
+        lens = np.fromiter(map(len, st.replicas), dtype=np.int64, count=st.np)
+        flat = np.fromiter(chain.from_iterable(st.replicas), dtype=np.int64, count=int(lens.sum()))
+        self.reps = np.full((st.np, max(2, int(lens.max(initial=1)))), -1, dtype=np.int64)
+        rows = np.repeat(np.arange(st.np), lens)
+        self.reps[rows, np.arange(len(flat)) - np.repeat(np.cumsum(lens) - lens, lens)] = flat
 
     def moved(self, p: int, old: int, new: int) -> None:
         """Leadership of p passed from old to new (topic_leaders already changed)."""
+        r = self.replicas[p]
+        self.reps[p, :len(r)] = r
         self.lead[p] = new
         kt = int(self.topic[p]) * self.nb
         self.tl[kt + old] = self.tl_dict.get(kt + old, 0)
@@ -556,7 +577,8 @@ class _TakerScan:
         start = 0
         can_lead = run.can_lead
         while start < len(keys):
-            run_min = np.minimum.accumulate(keys[start:])
+            # Capped at the best so far: after a veto the scan resumes against it.
+            run_min = np.minimum(np.minimum.accumulate(keys[start:]), best_key)
             # Records: where the running minimum drops below everything before it.
             prev = np.concatenate(([best_key], run_min[:-1]))
             records = np.flatnonzero(run_min < prev) + start
@@ -577,6 +599,69 @@ class _TakerScan:
         return None if best is None else (int(ps[best]), w)
 
 
+    def give(self, run: Run, w: int, led: Sequence[int], load: Sequence[float], lo: float,
+             floor: int, edge: float) -> tuple[int, int] | None:
+        """(partition, follower) of the transfer the giving-side loop of the leader count goal
+        picks for w (above its bounds), weighing every (partition w leads, follower) at once.
+
+        The loop visits them in partition order, then replica list order, keeps the best key
+        (topic crowding, the follower's load, partition) among the transfers can_lead allows,
+        and after each partition stops if the best is one no transfer can beat. Here the
+        running minimum's records are the bests the loop meets, checked in the same order.
+        """
+        nb = self.nb
+        ps = np.asarray(led, dtype=np.int64)
+        if not len(ps):
+            return None
+        loads = np.asarray(load, dtype=np.int64)
+        limit = int(loads[w]) - 2  # the transfer must narrow the gap between the two brokers
+        fol = self.reps[ps, 1:]  # (partition, follower slot), in the loop's order when raveled
+        lf = loads[fol]  # -1 slots read the last broker: masked below
+        ok = (fol >= 0) & (lf <= limit)
+        rows, cols = np.nonzero(ok)
+        if not len(rows):
+            return None
+        f = fol[rows, cols]
+        lf = lf[rows, cols]
+        p_arr = ps[rows]
+        t = self.topic[p_arr]
+        kt = t * nb
+        t_lo, t_hi = self.t_lo[t], self.t_hi[t]
+        on_old, on_new = self.tl[kt + w], self.tl[kt + f]
+        # The loop's (on_new + 1 > t_hi) - (on_new < t_lo) + (on_old - 1 < t_lo) - (on_old > t_hi).
+        c = ((on_new >= t_hi).astype(np.int64) - (on_new < t_lo) + (on_old <= t_lo)
+             - (on_old > t_hi))
+        m = self.scale
+        keys = ((c + 8) * m + lf) * m + p_arr
+        big = np.iinfo(np.int64).max
+        best = -1
+        best_key = big
+        start = 0
+        can_lead = run.can_lead
+        while start < len(keys):
+            # Capped at the best so far: after a veto the scan resumes against it.
+            run_min = np.minimum(np.minimum.accumulate(keys[start:]), best_key)
+            prev = np.concatenate(([best_key], run_min[:-1]))
+            records = np.flatnonzero(run_min < prev) + start
+            restart = None
+            for i in records.tolist():
+                if best >= 0 and rows[i] != rows[best]:
+                    # The loop checks after each partition: the best's partition is done.
+                    bc, bl = int(c[best]), int(lf[best])
+                    if bc <= 0 and (bl < lo or (bc == floor and bl <= edge)):
+                        return int(p_arr[best]), int(f[best])
+                p, new = int(p_arr[i]), int(f[i])
+                if not can_lead(p, new):
+                    keys[i] = big
+                    restart = i + 1
+                    break
+                best, best_key = i, int(keys[i])
+            if restart is None:
+                break
+            start = restart
+        return None if best < 0 else (int(p_arr[best]), int(f[best]))
+
+
 def _worst_count(load: Sequence[float], brokers: Sequence[int], lo: float, hi: float,
                  stuck: set[int]) -> tuple[int, bool] | None:
     """BalanceGoal._worst for a count: the first broker furthest out of bounds, and if above."""
@@ -584,17 +669,27 @@ def _worst_count(load: Sequence[float], brokers: Sequence[int], lo: float, hi: f
         brokers = [b for b in brokers if b not in stuck]
         if not brokers:
             return None
-    values = [load[b] for b in brokers]
+    values = _pick(brokers)(load)
     top, bottom = max(values), min(values)
     up = top - hi if top > hi else lo - top
     down = bottom - hi if bottom > hi else lo - bottom
     dist = max(up, down)
     if dist <= 0:
         return None
-    for b, v in zip(brokers, values, strict=True):
-        if (v - hi if v > hi else lo - v) == dist:
-            return b, v > hi
-    return None
+    # Only the top value can be furthest above and only the bottom one furthest below (or
+    # short of lo): the first broker holding either, where it is the furthest.
+    n = len(values)
+    i = min(values.index(top) if up == dist else n, values.index(bottom) if down == dist else n)
+    b = brokers[i]
+    return b, load[b] > hi
+
+
+def _pick(brokers: Sequence[int]) -> Callable[[Sequence[float]], Sequence[float]]:
+    """itemgetter of the brokers' entries, always as a tuple."""
+    if len(brokers) == 1:
+        only = brokers[0]
+        return lambda seq: (seq[only],)
+    return itemgetter(*brokers)
 
 
 def _apply_chain(run: Run, steps: list[tuple[int, int]]) -> bool:

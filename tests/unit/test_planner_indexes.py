@@ -106,29 +106,37 @@ def test_topic_index_fullest_order_matches_a_recomputation_after_random_moves() 
     assert moves > 1000
 
 
-def _plan_with_taker_scan(monkeypatch: pytest.MonkeyPatch, preset: str,
-                          vector: bool) -> tuple[dict[str, list[int]], int]:
-    calls = 0
-    real = balance._TakerScan.best
+def _plan_with_taker_scan(monkeypatch: pytest.MonkeyPatch, preset: str, vector: bool,
+                          goals: tuple[str, ...] | None = None,
+                          ) -> tuple[dict[str, list[int]], dict[str, int]]:
+    calls = {"best": 0, "give": 0}
+    for name in calls:
+        real = getattr(balance._TakerScan, name)
 
-    def counted(self: balance._TakerScan, *args: Any) -> tuple[int, int] | None:
-        nonlocal calls
-        calls += 1
-        return real(self, *args)
+        def counted(self: balance._TakerScan, *args: Any, name: str = name,
+                    real: Any = real) -> tuple[int, int] | None:
+            calls[name] += 1
+            return real(self, *args)
 
-    monkeypatch.setattr(balance._TakerScan, "best", counted)
+        monkeypatch.setattr(balance._TakerScan, name, counted)
     monkeypatch.setattr(balance, "_VECTOR_MIN", 0 if vector else 1 << 40)
     monkeypatch.setattr(balance, "_VECTOR_SCAN", 0 if vector else 1 << 40)
-    result = plan_rebalance(generate_cluster(preset, seed=1), options=PlannerOptions())
-    return {str(tp): list(reps) for tp, reps in result.plan.replicas.items()}, calls
+    result = plan_rebalance(generate_cluster(preset, seed=1), options=PlannerOptions(goals=goals))
+    plan = {str(tp): list(reps) for tp, reps in result.plan.replicas.items()}
+    return plan, dict(calls)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("preset", ["small", "medium"])
-def test_leader_count_numpy_taking_scan_makes_the_loops_plan(
-        monkeypatch: pytest.MonkeyPatch, preset: str) -> None:
-    looped, none = _plan_with_taker_scan(monkeypatch, preset, vector=False)
-    vectored, calls = _plan_with_taker_scan(monkeypatch, preset, vector=True)
-    assert none == 0
-    assert calls > 0  # the numpy scan chose transfers ...
+@pytest.mark.parametrize(("preset", "goals"), [
+    ("small", None), ("medium", None),
+    # After the network out goal its bounds veto many transfers: the scans' can_lead path.
+    ("medium", ("replica_count", "network_out", "leader_count")),
+])
+def test_leader_count_numpy_scans_make_the_loops_plan(
+        monkeypatch: pytest.MonkeyPatch, preset: str, goals: tuple[str, ...] | None) -> None:
+    looped, none = _plan_with_taker_scan(monkeypatch, preset, False, goals)
+    vectored, calls = _plan_with_taker_scan(monkeypatch, preset, True, goals)
+    assert none == {"best": 0, "give": 0}
+    # The numpy scans of both sides chose transfers ...
+    assert calls["best"] > 0 and calls["give"] > 0
     assert vectored == looped  # ... and every one was the loop's

@@ -1,0 +1,41 @@
+"""The replica count goal's choice of WHICH replica moves (kafka_ops/planner/replica_count.py)."""
+
+from __future__ import annotations
+
+from kafka_ops.model import Broker, ClusterModel, Partition
+from kafka_ops.planner import PlannerOptions, plan_rebalance
+
+GiB = 1024**3
+
+
+def part(topic: str, p: int, replicas: tuple[int, ...], size: int = GiB) -> Partition:
+    return Partition(topic, p, replicas, leader=replicas[0], size_bytes=size,
+                     bytes_in_per_sec=1.0, bytes_out_per_sec=1.0)
+
+
+def test_a_leader_replica_moves_where_its_leadership_evens_out_its_topics_leaders() -> None:
+    # Brokers 0 and 1 hold 4 replicas each, broker 2 none: each of 0 and 1 gives one to 2.
+    # Broker 0 follows both partitions of topic a and leads both of topic b. For the replica
+    # counts (per broker and per topic) every one of its replicas is as good as another, and
+    # for disk a's and b's are equally far from the ideal size (half-way between them): the
+    # smaller, a's, would win the last tie-break. But moving a leader replica moves the
+    # leadership too: b-0 or b-1 to broker 2 evens b's leaders out.
+    b_size = 3 * GiB // 2
+    c = ClusterModel([Broker(0), Broker(1), Broker(2)],
+                     [part("a", 0, (1, 0)), part("a", 1, (1, 0)),
+                      part("b", 0, (0, 1), b_size), part("b", 1, (0, 1), b_size)])
+    result = plan_rebalance(c, options=PlannerOptions(goals=("replica_count",)))
+    moved = {tp: reps for tp, reps in result.plan.replicas.items()}
+    assert result.summary.replica_moves == 2
+    after = c.with_assignment(result.plan.replicas)
+    # Broker 0 gave a replica of b, and b's leadership went along to broker 2 ...
+    b_moved = [tp for tp in moved if tp.topic == "b"]
+    assert len(b_moved) == 1 and moved[b_moved[0]] == (2, 1)
+    # ... and broker 1, which leads both partitions of a, gave a leader replica of a.
+    a_moved = [tp for tp in moved if tp.topic == "a"]
+    assert len(a_moved) == 1 and moved[a_moved[0]] == (2, 0)
+    assert [p.replicas[0] for p in after.leaders_on(2)] == [2, 2]  # both moved as leaders
+    for topic in ("a", "b"):
+        leaders = [sum(1 for p in after.topic(topic) if p.replicas[0] == b) for b in range(3)]
+        assert max(leaders) - min(leaders) <= 1, (topic, leaders)
+
