@@ -33,6 +33,8 @@ _WINDOW = 4  # replicas of b nearest in size to a's that are weighed in a paid s
 _SMALL = 6  # ... and of b's smallest replicas (a paid swap costs bytes)
 _PARTS = 4  # replicas of the topic on a weighed per swap
 _TRIES = 8  # candidate swaps put to the vetoes per surplus replica
+_LOADS = ("disk", "network_in", "network_out", "leader_bytes_in")
+_SLACK = 1e-6  # relative margin of the cheap load test: it only refuses what the vetoes would
 
 
 def plan_bounds(run: Run) -> tuple[int, int]:
@@ -152,7 +154,17 @@ class TopicSpreader:
         # Disk and network-in end no worse than the earlier goals left them (their bands
         # allow more): no broker above the group's highest load at the start.
         self.top = {name: max(st.load(name)[b] for b in self.brokers) if self.brokers else 0.0
-                    for name in ("disk", "network_in", "network_out", "leader_bytes_in")}
+                    for name in _LOADS}
+        # Per load, the band every swap must keep (the vetoing balance goals' bounds, capped at
+        # the start's highest): a cheap first test of a swap, before the vetoes themselves.
+        self.band: dict[str, tuple[float, float]] = {}
+        for name in _LOADS:
+            lo, hi = -math.inf, self.top[name]
+            for goal in run.vetoes:
+                if getattr(goal, "resource", None) == name and hasattr(goal, "bounds"):
+                    g_lo, g_hi = goal.bounds(run, g)
+                    lo, hi = max(lo, g_lo), min(hi, g_hi)
+            self.band[name] = (lo, hi)
 
     def count(self, t: int, b: int) -> int:
         return self.counts.get(t * self.nb + b, 0)
@@ -355,6 +367,7 @@ class TopicSpreader:
         cands.sort()
         tries = 0
         last = None
+        window: dict[str, tuple[float, float]] | None = None
         for _, moves, nbytes, p, q in cands:
             if (p, q) == last or not self._rack_ok(q, b, a):
                 continue
@@ -364,9 +377,47 @@ class TopicSpreader:
                 break
             if moves > 0 and not self._affordable(moves, nbytes):
                 continue
+            if window is None:
+                window = self._window(a, b)
+            if not self._fits(window, p, q, st.replicas[p][0] == a):
+                continue  # what the vetoes would refuse, found without asking them
             if self._apply((p, a, b), (q, b, a)):
                 return True
         return False
+
+    def _window(self, a: int, b: int) -> dict[str, tuple[float, float]]:
+        """Per load, the change of a's load (b's changes by the opposite) that keeps both
+        brokers within the band, widened by a margin so rounding never refuses a valid swap."""
+        out = {}
+        for name in _LOADS:
+            load = self.st.load(name)
+            lo, hi = self.band[name]
+            la, lb = load[a], load[b]
+            up = min(max(0.0, hi - la), max(0.0, lb - lo))
+            down = max(min(0.0, lo - la), -max(0.0, hi - lb))
+            eps = _SLACK * max(1.0, abs(hi))
+            out[name] = (down - eps, up + eps)
+        return out
+
+    def _fits(self, window: dict[str, tuple[float, float]], p: int, q: int, lead: bool) -> bool:
+        """Whether swapping p (a -> b) for q (b -> a) may keep every load within its band."""
+        st = self.st
+        d = st.size[q] - st.size[p]
+        lo, hi = window["disk"]
+        if d < lo or d > hi:
+            return False
+        d = st.bytes_in[q] - st.bytes_in[p]
+        lo, hi = window["network_in"]
+        if d < lo or d > hi:
+            return False
+        if not lead:  # a follower for a follower: no leader loads move
+            return True
+        lo, hi = window["leader_bytes_in"]
+        if d < lo or d > hi:
+            return False
+        d = st.leader_out(q) - st.leader_out(p)
+        lo, hi = window["network_out"]
+        return lo <= d <= hi
 
     def _rack_ok(self, p: int, src: int, dst: int) -> bool:
         """Whether p's replica may move src -> dst as far as racks go (the veto, cheaply first)."""
