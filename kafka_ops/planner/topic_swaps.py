@@ -77,49 +77,77 @@ def plan_bounds(run: Run) -> tuple[int, int]:
 
 
 class _Index:
-    """Per (topic, broker) the partitions there; per broker its replicas by size; per broker
-    pair (b, a) the replicas on b that an earlier goal moved there from a."""
+    """Per (topic, broker) the partitions there (the topics being spread only); per broker its
+    replicas by size (built when a paid pass first needs it); per broker pair (b, a) the
+    replicas on b that an earlier goal moved there from a."""
 
-    def __init__(self, run: Run, g: int, brokers: Sequence[int]) -> None:
+    def __init__(self, run: Run, g: int, brokers: Sequence[int], topics: Sequence[int]) -> None:
         st = run.state
         nb = st.nb
+        self.run, self.g, self.brokers = run, g, brokers
         members = set(brokers)
-        group_of_topic = st.group_of_topic
-        self.on: dict[int, list[int]] = {}
-        self.by_size: dict[int, list[tuple[int, int]]] = {b: [] for b in brokers}
-        self.came: dict[tuple[int, int], list[int]] = {}
-        self.moved_in: dict[int, list[int]] = {b: [] for b in brokers}  # b not in the original
+        group_of_topic, topic_of, original = st.group_of_topic, st.topic, st.original
+        movable = run.partition_movable
+        self.topics = wanted = set(topics)
+        on: dict[int, list[int]] = {}
+        self.on = on
+        self._by_size: dict[int, list[tuple[int, int]]] | None = None
+        came: dict[tuple[int, int], list[int]] = {}
+        self.came = came
+        moved_in: dict[int, list[int]] = {b: [] for b in brokers}  # b not in the original
+        self.moved_in = moved_in
         self.came_to: dict[int, set[int]] = {b: set() for b in brokers}  # a -> the b of came
         self.came_from: dict[int, set[int]] = {b: set() for b in brokers}  # b -> the a of came
         for p, reps in enumerate(st.replicas):
-            if not run.partition_movable[p] or group_of_topic[st.topic[p]] != g:
+            tp = topic_of[p]
+            if not movable[p] or group_of_topic[tp] != g:
                 continue
-            t = st.topic[p] * nb
-            orig = st.original[p]
+            if tp in wanted:
+                t = tp * nb
+                for b in reps:
+                    if b in members:
+                        on.setdefault(t + b, []).append(p)
+            orig = original[p]
+            if orig == tuple(reps):
+                continue
             left = [a for a in orig if a not in reps]
             for b in reps:
-                if b not in members:
-                    continue
-                self.on.setdefault(t + b, []).append(p)
-                self.by_size[b].append((st.size[p], p))
-                if b not in orig:
-                    self.moved_in[b].append(p)
+                if b in members and b not in orig:
+                    moved_in[b].append(p)
                     for a in left:
-                        self.came.setdefault((b, a), []).append(p)
+                        came.setdefault((b, a), []).append(p)
                         if a in members:
                             self.came_to[a].add(b)
                             self.came_from[b].add(a)
-        for lst in self.by_size.values():
-            lst.sort()
+
+    @property
+    def by_size(self) -> dict[int, list[tuple[int, int]]]:
+        """Per broker its replicas (of the group's movable partitions) as (size, partition), sorted."""
+        if self._by_size is None:
+            st, run = self.run.state, self.run
+            members = set(self.brokers)
+            by_size: dict[int, list[tuple[int, int]]] = {b: [] for b in self.brokers}
+            group_of_topic, topic_of, size = st.group_of_topic, st.topic, st.size
+            for p, reps in enumerate(st.replicas):
+                if run.partition_movable[p] and group_of_topic[topic_of[p]] == self.g:
+                    for b in reps:
+                        if b in members:
+                            by_size[b].append((size[p], p))
+            for lst in by_size.values():
+                lst.sort()
+            self._by_size = by_size
+        return self._by_size
 
     def moved(self, run: Run, p: int, src: int, dst: int) -> None:
         st = run.state
-        t = st.topic[p] * st.nb
-        self.on[t + src].remove(p)
-        self.on.setdefault(t + dst, []).append(p)
-        lst = self.by_size[src]
-        del lst[bisect_left(lst, (st.size[p], p))]
-        insort(self.by_size[dst], (st.size[p], p))
+        if st.topic[p] in self.topics:
+            t = st.topic[p] * st.nb
+            self.on[t + src].remove(p)
+            self.on.setdefault(t + dst, []).append(p)
+        if self._by_size is not None:
+            lst = self._by_size[src]
+            del lst[bisect_left(lst, (st.size[p], p))]
+            insort(self._by_size[dst], (st.size[p], p))
         orig = st.original[p]
         if dst not in orig:
             self.moved_in[dst].append(p)
@@ -142,7 +170,7 @@ class TopicSpreader:
         self.group = g
         self.bounds = bounds  # topic -> (lo, hi) replicas per broker
         self.counts = st.topic_count
-        self.index = _Index(run, g, self.brokers)
+        self.index: _Index  # built by spread() for the topics it spreads
         self.caps = caps  # (moves, bytes) the plan may reach; None: no limit
         self.paid = False  # the current pass: free swaps only, or any within the caps
         self.log: list[Move] = []  # the moves of the current step of the paid pass
@@ -174,6 +202,7 @@ class TopicSpreader:
         """Free swaps for every topic first; then, while the budget lasts and the group's spread
         is more than twice its floor (issue 9's target), paid ones where one unit of a topic's
         max - min costs the fewest swaps (the fewest brokers at its max, or at its min)."""
+        self.index = _Index(self.run, self.group, self.brokers, topics)
         self._pass(topics)
         total, floor = self._total()
         if not self._budget_left() or total <= 2 * floor:
@@ -285,11 +314,12 @@ class TopicSpreader:
     def _relieve(self, t: int, a: int, hi: int) -> bool:
         """One replica of t off a (above the bound) onto a broker with room for it."""
         rack, index = self.st.rack, self.index
+        counts, key = self.counts, t * self.nb
         if self.paid:
-            takers = [b for b in self.brokers if b != a and self.count(t, b) < hi]
+            takers = [b for b in self.brokers if b != a and counts.get(key + b, 0) < hi]
         else:  # a free swap needs a replica that an earlier goal moved from a to b
-            takers = [b for b in index.came_to[a] if self.count(t, b) < hi]
-        takers.sort(key=lambda b: (rack[b] != rack[a], self.count(t, b), b))
+            takers = [b for b in index.came_to[a] if counts.get(key + b, 0) < hi]
+        takers.sort(key=lambda b: (rack[b] != rack[a], counts.get(key + b, 0), b))
         return any(self._swap(t, a, b) for b in takers[:_TAKERS if self.paid else _FREE_TAKERS])
 
     def _fill(self, t: int, b: int, lo: int) -> bool:
@@ -319,9 +349,9 @@ class TopicSpreader:
         if len(ps) > _PARTS:  # the cheapest to move first: moved before, then the smallest
             ps = sorted(ps, key=lambda p: (self._cost(p, a, b), st.size[p], p))[:_PARTS]
         came = index.came.get((b, a), ())[-_CAME:]
-        lst = index.by_size[b]
         qs: list[int] = [*came, *index.moved_in[b][-_CAME:]]
         if self.paid:
+            lst = index.by_size[b]
             qs += [q for _, q in lst[:_SMALL]]
             for p in ps:
                 i = bisect_left(lst, (st.size[p], -1))
@@ -329,10 +359,17 @@ class TopicSpreader:
         # b's half, whatever a's: (q, leads on b, moves, bytes, u's gain); u must end no less even.
         halves = []
         seen = set()
+        original, paid = st.original, self.paid
+        # A free swap needs q's cost to make up for the cheapest p's: most q fail that first.
+        most = 1 if paid else -min(self._cost(p, a, b) for p in ps)
         for q in qs:
             if q in seen:
                 continue
             seen.add(q)
+            orig_q = original[q]
+            cost_q = (a not in orig_q) - (b not in orig_q)
+            if cost_q > most:
+                continue
             u = st.topic[q]
             reps_q = st.replicas[q]
             if u == t or a in reps_q or b not in reps_q:
@@ -340,7 +377,6 @@ class TopicSpreader:
             gain_u = counts.get(u * nb + b, 0) - counts.get(u * nb + a, 0) - 1
             if gain_u < 0:
                 continue
-            cost_q = self._cost(q, b, a)
             halves.append((q, reps_q[0] == b, cost_q, cost_q * st.size[q], min(gain_u, 1)))
         if not halves:
             return False
