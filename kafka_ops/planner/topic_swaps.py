@@ -34,6 +34,8 @@ _SMALL = 6  # ... and of b's smallest replicas (a paid swap costs bytes)
 _PARTS = 4  # replicas of the topic on a weighed per swap
 _TRIES = 8  # candidate swaps put to the vetoes per surplus replica
 _LOADS = ("disk", "network_in", "network_out", "leader_bytes_in")
+# A candidate swap: (sort key (price, -gain, size difference, p, q), moves, bytes, p, q).
+_Cand = tuple[tuple[float, int, int, int, int], int, int, int, int]
 _SLACK = 1e-6  # relative margin of the cheap load test: it only refuses what the vetoes would
 
 
@@ -356,48 +358,7 @@ class TopicSpreader:
             for p in ps:
                 i = bisect_left(lst, (st.size[p], -1))
                 qs += [q for _, q in lst[max(0, i - _WINDOW):i + _WINDOW]]
-        # b's half, whatever a's: (q, leads on b, moves, bytes, u's gain); u must end no less even.
-        halves = []
-        seen = set()
-        original, paid = st.original, self.paid
-        # A free swap needs q's cost to make up for the cheapest p's: most q fail that first.
-        most = 1 if paid else -min(self._cost(p, a, b) for p in ps)
-        for q in qs:
-            if q in seen:
-                continue
-            seen.add(q)
-            orig_q = original[q]
-            cost_q = (a not in orig_q) - (b not in orig_q)
-            if cost_q > most:
-                continue
-            u = st.topic[q]
-            reps_q = st.replicas[q]
-            if u == t or a in reps_q or b not in reps_q:
-                continue
-            gain_u = counts.get(u * nb + b, 0) - counts.get(u * nb + a, 0) - 1
-            if gain_u < 0:
-                continue
-            halves.append((q, reps_q[0] == b, cost_q, cost_q * st.size[q], min(gain_u, 1)))
-        if not halves:
-            return False
-        cands = []
-        for p in ps:
-            cost_p = self._cost(p, a, b)
-            size = st.size[p]
-            # A leader carries its leadership along: a leader for a leader, a follower for a
-            # follower (leader counts stay).
-            lead_p = st.replicas[p][0] == a
-            for q, lead_q, cost_q, bytes_q, gain_u in halves:
-                if lead_q != lead_p:
-                    continue
-                moves = cost_p + cost_q
-                nbytes = cost_p * size + bytes_q
-                if not self.paid and (moves > 0 or nbytes > 0):
-                    continue
-                # Cheapest first (moves and bytes, each against its budget's room); then both
-                # topics evened out; then the nearest size (disk stays).
-                price = moves * self.per_move + nbytes * self.per_byte
-                cands.append(((price, -gain_u, abs(size - st.size[q]), p, q), moves, nbytes, p, q))
+        cands = self._free_pairs(t, a, b, ps, qs) if not self.paid else self._pairs(t, a, b, ps, qs)
         if not cands:
             return False
         cands.sort()
@@ -420,6 +381,74 @@ class TopicSpreader:
             if self._apply((p, a, b), (q, b, a)):
                 return True
         return False
+
+    def _pairs(self, t: int, a: int, b: int, ps: list[int], qs: list[int]) -> list[_Cand]:
+        """Every swap of a p (a -> b) for a q (b -> a), with its price, for the paid pass."""
+        st, nb, counts = self.st, self.nb, self.counts
+        # b's half, whatever a's: (q, leads on b, moves, bytes, u's gain); u must end no less even.
+        halves = []
+        for q in dict.fromkeys(qs):
+            u = st.topic[q]
+            reps_q = st.replicas[q]
+            if u == t or a in reps_q or b not in reps_q:
+                continue
+            gain_u = counts.get(u * nb + b, 0) - counts.get(u * nb + a, 0) - 1
+            if gain_u < 0:
+                continue
+            cost_q = self._cost(q, b, a)
+            halves.append((q, reps_q[0] == b, cost_q, cost_q * st.size[q], min(gain_u, 1)))
+        cands: list[_Cand] = []
+        for p in ps:
+            cost_p = self._cost(p, a, b)
+            size = st.size[p]
+            # A leader carries its leadership along: a leader for a leader, a follower for a
+            # follower (leader counts stay).
+            lead_p = st.replicas[p][0] == a
+            for q, lead_q, cost_q, bytes_q, gain_u in halves:
+                if lead_q != lead_p:
+                    continue
+                moves = cost_p + cost_q
+                nbytes = cost_p * size + bytes_q
+                # Cheapest first (moves and bytes, each against its budget's room); then both
+                # topics evened out; then the nearest size (disk stays).
+                price = moves * self.per_move + nbytes * self.per_byte
+                cands.append(((price, -gain_u, abs(size - st.size[q]), p, q), moves, nbytes, p, q))
+        return cands
+
+    def _free_pairs(self, t: int, a: int, b: int, ps: list[int], qs: list[int]) -> list[_Cand]:
+        """The swaps of _pairs that cost no move and no byte (the free pass), found with q's
+        cost first: a q whose cost no p of its kind (leader or follower) offsets is skipped."""
+        st, nb, counts, original, size = self.st, self.nb, self.counts, self.st.original, self.st.size
+        kinds: dict[bool, list[tuple[int, int, int]]] = {True: [], False: []}  # leads on a -> (cost, size, p)
+        for p in ps:
+            kinds[st.replicas[p][0] == a].append((self._cost(p, a, b), size[p], p))
+        most = {k: -min(c for c, _, _ in v) if v else -2 for k, v in kinds.items()}
+        cands: list[_Cand] = []
+        per_move, per_byte = self.per_move, self.per_byte
+        for q in dict.fromkeys(qs):
+            orig_q = original[q]
+            cost_q = (a not in orig_q) - (b not in orig_q)
+            reps_q = st.replicas[q]
+            lead_q = reps_q[0] == b
+            if cost_q > most[lead_q]:
+                continue
+            u = st.topic[q]
+            if u == t or a in reps_q or b not in reps_q:
+                continue
+            gain_u = counts.get(u * nb + b, 0) - counts.get(u * nb + a, 0) - 1
+            if gain_u < 0:
+                continue
+            gain_u = min(gain_u, 1)
+            size_q = size[q]
+            bytes_q = cost_q * size_q
+            for cost_p, size_p, p in kinds[lead_q]:
+                moves = cost_p + cost_q
+                nbytes = cost_p * size_p + bytes_q
+                if moves > 0 or nbytes > 0:
+                    continue
+                price = moves * per_move + nbytes * per_byte
+                cands.append(((price, -gain_u, abs(size_p - size_q), p, q), moves, nbytes, p, q))
+        return cands
 
     def _window(self, a: int, b: int) -> dict[str, tuple[float, float]]:
         """Per load, the change of a's load (b's changes by the opposite) that keeps both
