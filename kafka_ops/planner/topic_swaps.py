@@ -342,7 +342,7 @@ class TopicSpreader:
 
     def _swap(self, t: int, a: int, b: int) -> bool:
         """Best veto-approved swap of a t-replica a -> b against a replica b -> a, if any."""
-        st, nb, counts = self.st, self.nb, self.counts
+        st, nb = self.st, self.nb
         index = self.index
         ps = [p for p in index.on.get(t * nb + a, ())
               if b not in st.replicas[p] and self._rack_ok(p, a, b)]
@@ -467,7 +467,7 @@ class TopicSpreader:
     def _fits(self, window: dict[str, tuple[float, float]], p: int, q: int, lead: bool) -> bool:
         """Whether swapping p (a -> b) for q (b -> a) may keep every load within its band."""
         st = self.st
-        d = st.size[q] - st.size[p]
+        d: float = st.size[q] - st.size[p]
         lo, hi = window["disk"]
         if d < lo or d > hi:
             return False
