@@ -165,6 +165,11 @@ class TopicGoal:
             for p in parts:
                 on.setdefault(st.topic[p] * st.nb + b, []).append(p)
         trades = _leader_pairs(run)
+        run.memo[_TOP] = {r: max((st.load(r)[b] for b in range(st.nb) if st.eligible[b]), default=0.0)
+                          for r in ("network_out", "leader_bytes_in")}
+        self._level(run, on, on_broker, trades)  # first: the rounds then work on what it leaves
+        spread = self._spread(run)
+        worst = [t for t in worst if spread.get(t, (0, 0, 0))[2]]
         for _ in range(_ROUNDS):  # a later topic's trades can open ways for an earlier one
             # Each round keeps the leader loads' highest where the round before left it.
             run.memo[_TOP] = {r: max((st.load(r)[b] for b in range(st.nb) if st.eligible[b]), default=0.0)
@@ -187,7 +192,7 @@ class TopicGoal:
             worst = [t for t in worst if spread.get(t, (0, 0, 0))[2]]
             if not made or not worst:
                 break
-        self._level(run, on, on_broker, trades)
+        self._level(run, on, on_broker, trades)  # and again for what the rounds piled up
 
     def _start_worst(self, run: Run) -> int:
         """The worst topic's leader max - min in the original assignment (the summary's "before")."""
