@@ -165,6 +165,11 @@ class TopicGoal:
             for p in parts:
                 on.setdefault(st.topic[p] * st.nb + b, []).append(p)
         trades = _leader_pairs(run)
+        run.memo[_TOP] = {r: max((st.load(r)[b] for b in range(st.nb) if st.eligible[b]), default=0.0)
+                          for r in ("network_out", "leader_bytes_in")}
+        self._level(run, on, on_broker, trades)  # first: the rounds then work on what it leaves
+        spread = self._spread(run)
+        worst = [t for t in worst if spread.get(t, (0, 0, 0))[2]]
         for _ in range(_ROUNDS):  # a later topic's trades can open ways for an earlier one
             # Each round keeps the leader loads' highest where the round before left it.
             run.memo[_TOP] = {r: max((st.load(r)[b] for b in range(st.nb) if st.eligible[b]), default=0.0)
@@ -187,6 +192,60 @@ class TopicGoal:
             worst = [t for t in worst if spread.get(t, (0, 0, 0))[2]]
             if not made or not worst:
                 break
+        self._level(run, on, on_broker, trades)  # and again for what the rounds piled up
+
+    def _start_worst(self, run: Run) -> int:
+        """The worst topic's leader max - min in the original assignment (the summary's "before")."""
+        st = run.state
+        nb = st.nb
+        at_start: dict[int, int] = {}
+        for p, orig in enumerate(st.original):
+            key = st.topic[p] * nb + orig[0]
+            at_start[key] = at_start.get(key, 0) + 1
+        per: dict[int, list[int]] = {}
+        for key, c in at_start.items():
+            t, b = divmod(key, nb)
+            if st.eligible[b] and st.groups[st.group_of_topic[t]].balance:
+                per.setdefault(t, []).append(c)
+        worst = 0
+        for t, values in per.items():
+            n = len(run.group_brokers(st.group_of_topic[t]))
+            worst = max(worst, max(values) - (min(values) if len(values) >= n else 0))
+        return worst
+
+    def _level(self, run: Run, on: dict[int, list[int]], on_broker: list[list[int]],
+               trades: dict[tuple[int, int], list[int]]) -> None:
+        """Topics whose leader max - min is above the start's worst (issue 9's "not worse": the
+        earlier goals' moves can pile a topic's leaders up beyond its bounds' reach): level them
+        one leadership at a time, from a broker at the topic's max to one at least two below it
+        (or onto a broker at its min from one at least two above), never past the bounds of any
+        other topic a trade or chain touches."""
+        st = run.state
+        nb, counts = st.nb, st.topic_leaders
+        target = self._start_worst(run)
+        spread = self._spread(run)
+        over = sorted((t for t, (top, low, _) in spread.items() if top - low > target),
+                      key=lambda t: (spread[t][1] - spread[t][0], t))
+        for t in over:
+            brokers = run.group_brokers(st.group_of_topic[t])
+            key = t * nb
+            for _ in range(4 * len(brokers)):  # each step lowers a max or raises a min
+                values = {b: counts.get(key + b, 0) for b in brokers}
+                top, low = max(values.values()), min(values.values())
+                if top - low <= target:
+                    break
+                done = False
+                for b in [b for b, v in values.items() if v == top]:
+                    if counts.get(key + b, 0) == top and self._pass_leader(
+                            run, t, b, on, on_broker, trades, limits=(low + 1, top - 1)):
+                        done = True
+                if not done:
+                    for b in [b for b, v in values.items() if v == low]:
+                        if counts.get(key + b, 0) == low and self._pass_leader(
+                                run, t, b, on, on_broker, trades, pull=True, limits=(low + 1, top - 1)):
+                            done = True
+                if not done or run.capped:
+                    break
 
     @staticmethod
     def _loads_ok(run: Run, changes: Sequence[Move]) -> bool:
@@ -206,7 +265,8 @@ class TopicGoal:
         return True
 
     def _pass_leader(self, run: Run, t: int, b: int, on: dict[int, list[int]], on_broker: list[list[int]],
-                     trades: dict[tuple[int, int], list[int]], pull: bool = False) -> bool:
+                     trades: dict[tuple[int, int], list[int]], pull: bool = False,
+                     limits: tuple[int, int] | None = None) -> bool:
         """Pass one leadership of topic t from b to a follower with room for it (``pull``: from
         a leader with leaders of t to spare to b, a follower short of them).
 
@@ -217,7 +277,7 @@ class TopicGoal:
         """
         st = run.state
         nb, counts = st.nb, st.topic_leaders
-        lo, hi = self.bounds(run, t)
+        lo, hi = limits or self.bounds(run, t)
         if pull:  # (partition, old leader s, new leader b) with s above the lower bound
             options = [(p, st.replicas[p][0], b) for p in on.get(t * nb + b, ())
                        if st.replicas[p][0] != b and b in st.replicas[p]
@@ -253,18 +313,17 @@ class TopicGoal:
             if self._cycle(run, p, s, d, on_broker, trades):
                 return True
         if not pull:  # followers that lead their share of t already: pass one of theirs on
-            return self._pass_along(run, t, b, on, trades)
+            return self._pass_along(run, t, b, on, trades, hi)
         return False
 
     def _pass_along(self, run: Run, t: int, s: int, on: dict[int, list[int]],
-                    trades: dict[tuple[int, int], list[int]]) -> bool:
+                    trades: dict[tuple[int, int], list[int]], hi: int) -> bool:
         """One leadership of topic t off s when every follower of s's partitions of t leads its
         share already: pass it along a chain of t's partitions, s -> d -> ... -> x, to a broker
         x with room for it, and x hands s a partition of another topic v in return. Every
         leader count stays; t loses one on s and gains one on x, the rest of the chain keeps."""
         st = run.state
         nb, counts, reps = st.nb, st.topic_leaders, st.replicas
-        hi = self.bounds(run, t)[1]
         parent: dict[int, tuple[int, int] | None] = {s: None}  # broker -> (partition, previous)
         frontier = [s]
         for _ in range(_CHAIN):
