@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import numpy as np
+
 from kafka_ops.planner.state import WorkingState
 
 Move = tuple[int, int, int]  # (partition index, source broker index, destination broker index)
@@ -102,15 +104,21 @@ class Run:
         return self.memo[key]
 
     def replicas_on(self) -> list[list[int]]:
-        """Per broker, the movable partitions with a replica on it (for leadership changes)."""
+        """Per broker, the movable partitions with a replica on it (for leadership changes),
+        in partition order: a fresh list per broker the caller may change."""
         st = self.state
-        on: list[list[int]] = [[] for _ in range(st.nb)]
-        movable = self.partition_movable
-        for p, reps in enumerate(st.replicas):
-            if movable[p]:
-                for b in reps:
-                    on[b].append(p)
-        return on
+        brokers, parts = st.flat_replicas()
+        if not all(self.partition_movable):
+            keep = np.asarray(self.partition_movable, dtype=bool)[parts]
+            brokers, parts = brokers[keep], parts[keep]
+        # A stable sort by broker keeps each broker's partitions in partition order (radix
+        # sort on small integers).
+        key = brokers.astype(np.uint16) if st.nb <= 65536 else brokers
+        order = np.argsort(key, kind="stable")
+        ends = np.cumsum(np.bincount(brokers, minlength=st.nb))
+        flat = parts[order].tolist()
+        starts = [0, *ends[:-1].tolist()]
+        return [flat[a:e] for a, e in zip(starts, ends.tolist(), strict=True)]
 
     def movable_replicas(self) -> list[list[int]]:
         """Per broker, the partitions whose replica on it may still move (in partition order)."""

@@ -62,6 +62,8 @@ def check_room(run: Run, fixing: Iterable[HardGoal]) -> None:
 def _check_live_brokers(run: Run, pools: bool) -> None:
     """The pool-size half of check_room (first: the more basic gap)."""
     st = run.state
+    if all(st.eligible) and (not pools or (len(st.groups) == 1 and len(st.in_group[0]) == st.nb)):
+        return  # no replica must leave its broker (PoolMembershipGoal._suspects' test)
     live = [sum(1 for b in g.brokers if st.eligible[b]) for g in st.groups]
     for p in range(st.np):
         if not run.partition_movable[p]:

@@ -14,8 +14,11 @@ follower fetches are served by the leader); leader bytes-in = bytes-in on the le
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
+
+import numpy as np
 
 from kafka_ops.errors import ValidationError
 from kafka_ops.model import ClusterModel, TopicPartition
@@ -112,6 +115,7 @@ class WorkingState:
                 replicas = p.target_replicas or p.replicas
             self.replicas.append([index[r] for r in replicas])
         self.original: list[tuple[int, ...]] = [tuple(r) for r in self.replicas]
+        self._original_matrix: np.ndarray | None = None
         self.np = len(self.replicas)
         self.topic_id = topic_ids
         self._build_groups(pools)
@@ -278,6 +282,25 @@ class WorkingState:
         self.net_in[b] += sign * self.bytes_in[p]
         self.topic_count[key] = self.topic_count.get(key, 0) + sign
 
+    # -- as arrays -----------------------------------------------------------------------
+    def replica_matrix(self, width: int = 1) -> np.ndarray:
+        """Each partition's current replica list as a row (the leader first), padded with -1
+        to the longest list (at least ``width``): a fresh copy."""
+        return padded(self.replicas, width)
+
+    def original_matrix(self) -> np.ndarray:
+        """padded() of the original replica lists, built once (they never change): read-only."""
+        if self._original_matrix is None:
+            self._original_matrix = padded(self.original)
+            self._original_matrix.flags.writeable = False
+        return self._original_matrix
+
+    def flat_replicas(self) -> tuple[np.ndarray, np.ndarray]:
+        """(broker, partition) of every current replica, partitions in order, each list in order."""
+        lens = np.fromiter(map(len, self.replicas), dtype=np.int64, count=self.np)
+        flat = np.fromiter(chain.from_iterable(self.replicas), dtype=np.int64, count=int(lens.sum()))
+        return flat, np.repeat(np.arange(self.np, dtype=np.int64), lens)
+
     # -- the diff ------------------------------------------------------------------------
     def changed(self) -> dict[TopicPartition, tuple[int, ...]]:
         """Target replica lists (broker ids) of every partition whose list changed."""
@@ -287,3 +310,15 @@ class WorkingState:
             for p, reps in enumerate(self.replicas)
             if tuple(reps) != self.original[p]
         }
+
+
+def padded(rows: Sequence[Sequence[int]], width: int = 1) -> np.ndarray:
+    """Lists of broker indexes as the rows of a matrix, padded with -1 to the longest one (at
+    least ``width`` columns)."""
+    n = len(rows)
+    lens = np.fromiter(map(len, rows), dtype=np.int64, count=n)
+    width = max(width, int(lens.max(initial=0)))
+    out = np.full((n, width), -1, dtype=np.int64)
+    flat = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=int(lens.sum()))
+    out[np.arange(width)[None, :] < lens[:, None]] = flat
+    return out

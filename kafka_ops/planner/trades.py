@@ -55,16 +55,22 @@ class BrokerReplicas:
         self.run, self.g = run, g
         self.on = run.replicas_on()
         # What one replica of each partition weighs, and its size (replica loads: role-blind).
-        self.load = np.array([goal.item_load(st, p, False) for p in range(st.np)], float)
+        self.load = item_loads(goal, st, False)
         self.size = np.array(st.size, float)
         self.single = len(st.groups) == 1
+        # Each partition's leader (kept by moved()) and original replicas, for the role and
+        # moved-before columns of arrays().
+        self.leader = st.replica_matrix()[:, 0].copy() if st.np else np.zeros(0, np.int64)
+        self.original = st.original_matrix()
         self._cache: dict[int, tuple[np.ndarray, ...]] = {}
 
     def moved(self, moves: Sequence[Move]) -> None:
         """Keep the index in step with moves just made."""
+        reps = self.run.state.replicas
         for p, src, dst in moves:
             self.on[src].remove(p)
             self.on[dst].append(p)
+            self.leader[p] = reps[p][0]
             self._cache.pop(src, None)
             self._cache.pop(dst, None)
 
@@ -77,16 +83,27 @@ class BrokerReplicas:
             loads = self.load[parr]
             order = np.argsort(loads, kind="stable")
             parr = parr[order]
-            reps, orig = st.replicas, st.original
-            plist = parr.tolist()
             self._cache[b] = (
                 parr,
                 loads[order],
                 self.size[parr],
-                np.array([reps[p][0] == b for p in plist], bool),
-                np.array([b in orig[p] for p in plist], bool),
+                self.leader[parr] == b,
+                (self.original[parr] == b).any(axis=1),
             )
         return self._cache[b]
+
+
+def item_loads(goal: BalanceGoal, st: WorkingState, leader: bool) -> np.ndarray:
+    """goal.item_load of every partition (as its leader, or a follower), as floats."""
+    r = goal.resource
+    if r == "disk":
+        return np.array(st.size, float)
+    if r == "network_in" or (leader and r == "leader_bytes_in"):
+        return np.array(st.bytes_in, float)
+    if leader and r == "network_out":  # st.leader_out: bytes out + bytes in x (RF - 1)
+        rf = np.fromiter(map(len, st.replicas), dtype=np.int64, count=st.np)
+        return np.array(st.bytes_out, float) + np.array(st.bytes_in, float) * (rf - 1)
+    return np.array([goal.item_load(st, p, leader) for p in range(st.np)], float)
 
 
 def _vetoing(run: Run, resource: str) -> BalanceGoal | None:
@@ -213,8 +230,8 @@ class _LeaderLoads:
 
     def __init__(self, goal: BalanceGoal, run: Run, g: int, n: int) -> None:
         st = run.state
-        self.load = [goal.item_load(st, p, True) for p in range(st.np)]
-        self.arr = np.array(self.load, float)
+        self.arr = item_loads(goal, st, True)
+        self.load = self.arr.tolist()
         totals: dict[int, int] = {}
         for p in range(st.np):
             if st.group_of(p) == g:
@@ -222,9 +239,8 @@ class _LeaderLoads:
         self.ranges = {t: (c // n, -(-c // n)) for t, c in totals.items()}
         self.on = run.replicas_on()
         # Replica lists as a padded matrix (leadership changes reorder them, never change them).
-        width = max((len(r) for r in st.replicas), default=1)
-        self.reps = np.array([r + [-1] * (width - len(r)) for r in st.replicas], dtype=np.int64)
-        self.leader = np.array([r[0] for r in st.replicas], dtype=np.int64)
+        self.reps = st.replica_matrix()
+        self.leader = self.reps[:, 0].copy()
         self.movable = np.array(run.partition_movable, bool)
         self.member = np.zeros(st.nb, bool)
         self.member[run.group_brokers(g)] = True
