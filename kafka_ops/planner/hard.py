@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from kafka_ops.errors import ValidationError
 from kafka_ops.model import BrokerCapacity
 from kafka_ops.planner.context import Move, Run
@@ -176,6 +178,22 @@ def _distinct_racks(rack: Sequence[int], reps: Sequence[int]) -> bool:
     return n < 2 or len({rack[b] for b in reps}) == n
 
 
+def _shared_racks(run: Run) -> list[int]:
+    """The movable partitions with two replicas in one rack (those that _distinct_racks
+    refuses), in partition order: one numpy sweep."""
+    st = run.state
+    if not st.np:
+        return []
+    mat = st.replica_matrix()
+    racks = np.asarray(st.rack, dtype=np.int64)[mat]
+    # Padding (-1) as a rack of its own per column, never equal to a real rack or another pad.
+    racks = np.where(mat >= 0, racks, -1 - np.arange(mat.shape[1])[None, :])
+    racks.sort(axis=1)
+    shared = (racks[:, 1:] == racks[:, :-1]).any(axis=1)
+    shared &= np.asarray(run.partition_movable, dtype=bool)
+    return np.flatnonzero(shared).tolist()
+
+
 class DistinctBrokersGoal(HardGoal):
     """A partition's replicas are on distinct brokers."""
 
@@ -310,15 +328,30 @@ class RackAwarenessGoal(HardGoal):
         st = run.state
         if run.leadership_only:
             return
-        rk, movable = st.rack, run.partition_movable
-        for p, reps in enumerate(st.replicas):
-            if not movable[p] or _distinct_racks(rk, reps):
+        rk, replicas = st.rack, st.replicas
+        # The partitions with two replicas in a rack now: moves under this goal's veto never
+        # take another partition past its rack limit.
+        for p in _shared_racks(run):
+            reps = replicas[p]
+            if _distinct_racks(rk, reps):
                 continue  # one replica per rack never crowds one (every limit is at least 1)
             limit = rack_limit(run, p)
             per_rack = Counter(st.rack[b] for b in reps)
             while max(per_rack.values()) > limit:
                 self._spread_one(run, p, per_rack, limit)
                 per_rack = Counter(st.rack[b] for b in reps)
+
+    @staticmethod
+    def _by_rack(run: Run, g: int) -> list[tuple[int, list[int]]]:
+        """Group g's brokers by rack: (rack, its brokers in group order), racks by first broker."""
+        key = ("brokers_by_rack", g)
+        if key not in run.memo:
+            st = run.state
+            racks: dict[int, list[int]] = {}
+            for b in st.groups[g].brokers:
+                racks.setdefault(st.rack[b], []).append(b)
+            run.memo[key] = list(racks.items())
+        return run.memo[key]
 
     def _spread_one(self, run: Run, p: int, per_rack: Counter[int], limit: int) -> None:
         """Move one replica of p out of a crowded rack into a rack with room for it.
@@ -335,9 +368,15 @@ class RackAwarenessGoal(HardGoal):
         rack_of, count, disk = st.rack, st.count, st.disk
         for src in srcs:
             # The least loaded broker with rack room the vetoes accept: the vetoes in key order.
-            keys = sorted((count[b], disk[b], b) for b in group.brokers
-                          if rack_of[b] != rack_of[src] and per_rack[rack_of[b]] < limit)
-            best = next((key for key in keys if run.can_move(p, src, key[2], retarget=True)), None)
+            # The least loaded first; the full order only when the vetoes refuse it.
+            cands = [b for r, bs in self._by_rack(run, st.group_of(p))
+                     if r != rack_of[src] and per_rack[r] < limit for b in bs]
+            first = min(((count[b], disk[b], b) for b in cands), default=None)
+            if first is not None and run.can_move(p, src, first[2], retarget=True):
+                best: tuple[int, int, int] | None = first
+            else:
+                keys = sorted((count[b], disk[b], b) for b in cands)
+                best = next((key for key in keys if run.can_move(p, src, key[2], retarget=True)), None)
             if best is not None and run.try_move(p, src, best[2], retarget=True):
                 return
         for src in srcs:
@@ -385,10 +424,9 @@ class RackAwarenessGoal(HardGoal):
     def violations(self, run: Run) -> list[str]:
         st = run.state
         out = []
-        rk, movable = st.rack, run.partition_movable
-        for p, reps in enumerate(st.replicas):
-            if not movable[p] or _distinct_racks(rk, reps):
-                continue  # one replica per rack never crowds one
+        rk = st.rack
+        for p in _shared_racks(run):
+            reps = st.replicas[p]
             racks = [rk[b] for b in reps]
             crowded = max(Counter(racks).values())
             if crowded > rack_limit(run, p):

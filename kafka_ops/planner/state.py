@@ -64,7 +64,8 @@ class WorkingState:
             cluster.broker(bid)  # unknown broker -> ValidationError
         # Replicas on brokers the cluster no longer lists (a dead broker leaves ZooKeeper's
         # /brokers/ids) are offline replicas: model those brokers as dead.
-        gone = sorted({r for p in cluster for r in p.replicas} - cluster.brokers.keys())
+        parts = list(cluster.partitions.values())
+        gone = sorted(set(chain.from_iterable(p.replicas for p in parts)) - cluster.brokers.keys())
         self.broker_ids: list[int] = [*cluster.brokers, *gone]
         index = {b: i for i, b in enumerate(self.broker_ids)}
         self.index = index
@@ -89,31 +90,33 @@ class WorkingState:
         topic_ids: dict[str, int] = {}
         self.topics: list[str] = []
         self.topic: list[int] = []
-        self.size: list[int] = []
-        self.bytes_in: list[float] = []
-        self.bytes_out: list[float] = []
+        self.size: list[int] = [p.size_bytes for p in parts]
+        self.bytes_in: list[float] = [p.bytes_in_per_sec for p in parts]
+        self.bytes_out: list[float] = [p.bytes_out_per_sec for p in parts]
         self.replicas: list[list[int]] = []
         # Partitions with a reassignment in flight are planned from the replicas they will keep
         # (Kafka's target replica set) and never moved: a second reassignment of the same
         # partition would cancel the first one.
         self.in_flight: list[int] = []
-        for p in cluster.partitions.values():
-            if p.topic not in topic_ids:
-                topic_ids[p.topic] = len(self.topics)
-                self.topics.append(p.topic)
-            self.topic.append(topic_ids[p.topic])
-            self.size.append(p.size_bytes)
-            self.bytes_in.append(p.bytes_in_per_sec)
-            self.bytes_out.append(p.bytes_out_per_sec)
-            if len(set(p.replicas)) != len(p.replicas):
-                raise ValidationError(f"{p.tp} lists a broker twice in its replicas {list(p.replicas)}")
-            if not p.replicas:
-                raise ValidationError(f"{p.tp} has no replicas")
+        topic_append, replicas_append, at = self.topic.append, self.replicas.append, index.__getitem__
+        last_topic, last_id = None, -1
+        for i, p in enumerate(parts):
+            if p.topic != last_topic:  # partitions of a topic come together: one lookup each
+                last_topic = p.topic
+                last_id = topic_ids.get(last_topic, -1)
+                if last_id < 0:
+                    last_id = topic_ids[last_topic] = len(self.topics)
+                    self.topics.append(last_topic)
+            topic_append(last_id)
             replicas = p.replicas
+            if len(set(replicas)) != len(replicas):
+                raise ValidationError(f"{p.tp} lists a broker twice in its replicas {list(replicas)}")
+            if not replicas:
+                raise ValidationError(f"{p.tp} has no replicas")
             if p.reassignment_in_progress:
-                self.in_flight.append(len(self.replicas))
+                self.in_flight.append(i)
                 replicas = p.target_replicas or p.replicas
-            self.replicas.append([index[r] for r in replicas])
+            replicas_append(list(map(at, replicas)))
         self.original: list[tuple[int, ...]] = [tuple(r) for r in self.replicas]
         self._original_matrix: np.ndarray | None = None
         self.np = len(self.replicas)
@@ -160,30 +163,38 @@ class WorkingState:
 
     # -- loads ---------------------------------------------------------------------------
     def _build_loads(self) -> None:
+        """Per-broker and per-(topic, broker) sums of the current assignment.
+
+        With numpy; each broker's sums add its partitions in partition order, as a loop would
+        (bincount adds in input order), so the floats are the same to the last bit.
+        """
         nb = self.nb
-        self.count = [0] * nb
-        self.leaders = [0] * nb
-        self.disk = [0] * nb
-        self.net_in = [0.0] * nb
-        self.net_out = [0.0] * nb
-        self.leader_in = [0.0] * nb
-        self.topic_count: dict[int, int] = {}  # topic * nb + broker -> replicas
-        self.topic_leaders: dict[int, int] = {}  # topic * nb + broker -> leaders
-        for p, reps in enumerate(self.replicas):
-            t = self.topic[p] * nb
-            for b in reps:
-                self.count[b] += 1
-                self.disk[b] += self.size[p]
-                self.net_in[b] += self.bytes_in[p]
-                self.topic_count[t + b] = self.topic_count.get(t + b, 0) + 1
-            lead = reps[0]
-            self.leaders[lead] += 1
-            self.net_out[lead] += self.leader_out(p)
-            self.leader_in[lead] += self.bytes_in[p]
-            self.topic_leaders[t + lead] = self.topic_leaders.get(t + lead, 0) + 1
+        brokers, parts = self.flat_replicas()
+        lens = np.fromiter(map(len, self.replicas), dtype=np.int64, count=self.np)
+        lead = brokers[np.cumsum(lens) - lens]  # each list's first replica
+        size = np.array(self.size, dtype=np.int64)
+        bytes_in = np.array(self.bytes_in, dtype=np.float64)
+        self.count = np.bincount(brokers, minlength=nb).tolist()
+        self.leaders = np.bincount(lead, minlength=nb).tolist()
+        disk = np.zeros(nb, dtype=np.int64)
+        np.add.at(disk, brokers, size[parts])
+        self.disk = disk.tolist()
+        self.net_in = np.bincount(brokers, weights=bytes_in[parts], minlength=nb).tolist()
+        self.net_out = np.bincount(lead, weights=self._leader_out_array(), minlength=nb).tolist()
+        self.leader_in = np.bincount(lead, weights=bytes_in, minlength=nb).tolist()
+        topic = np.array(self.topic, dtype=np.int64) * nb
+        keys, counts = np.unique(topic[parts] + brokers, return_counts=True)
+        self.topic_count: dict[int, int] = dict(zip(keys.tolist(), counts.tolist(), strict=True))
+        keys, counts = np.unique(topic + lead, return_counts=True)
+        self.topic_leaders: dict[int, int] = dict(zip(keys.tolist(), counts.tolist(), strict=True))
         self.moved_bytes = 0
         self.moves = 0
         self.leader_changes = 0
+
+    def _leader_out_array(self) -> np.ndarray:
+        """leader_out() of every partition (the same floats)."""
+        rf = np.fromiter(map(len, self.replicas), dtype=np.int64, count=self.np)
+        return np.array(self.bytes_out, dtype=np.float64) + np.array(self.bytes_in, dtype=np.float64) * (rf - 1)
 
     def leader_out(self, p: int) -> float:
         return self.bytes_out[p] + self.bytes_in[p] * (len(self.replicas[p]) - 1)
