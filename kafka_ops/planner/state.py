@@ -14,9 +14,10 @@ follower fetches are served by the leader); leader bytes-in = bytes-in on the le
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
+from typing import Any
 
 import numpy as np
 
@@ -333,3 +334,37 @@ def padded(rows: Sequence[Sequence[int]], width: int = 1) -> np.ndarray:
     flat = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=int(lens.sum()))
     out[np.arange(width)[None, :] < lens[:, None]] = flat
     return out
+
+
+
+class Grouped(Mapping[int, list[int]]):
+    """key -> its values in input order, read-only: one stable sort by key, and each key's
+    list sliced out only when asked for (most of a million (topic, broker) keys never are)."""
+
+    def __init__(self, keys: np.ndarray, values: np.ndarray) -> None:
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        self._flat: list[int] = values[order].tolist()
+        starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))) if len(keys) \
+            else np.zeros(0, dtype=np.int64)
+        self._pos = dict(zip(keys[starts].tolist(), range(len(starts)), strict=True))
+        self._starts: list[int] = [*starts.tolist(), len(self._flat)]
+
+    def __getitem__(self, key: int) -> list[int]:
+        i = self._pos[key]
+        return self._flat[self._starts[i]:self._starts[i + 1]]
+
+    def get(self, key: int, default: Any = None) -> Any:
+        i = self._pos.get(key)
+        if i is None:
+            return default
+        return self._flat[self._starts[i]:self._starts[i + 1]]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._pos)
+
+    def __len__(self) -> int:
+        return len(self._pos)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._pos

@@ -8,11 +8,12 @@ leaders) divided by the live brokers of its pool, rounded outwards.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from kafka_ops.planner.context import Move, Run
+from kafka_ops.planner.state import Grouped
 from kafka_ops.planner.topic_swaps import _BYTES_CAP, _MOVES_CAP, TopicSpreader, plan_bounds
 
 _TRADES = 64  # partitions a follower leads that are weighed for a leadership trade
@@ -194,11 +195,8 @@ class TopicGoal:
                 TopicSpreader(run, g, lambda t: self.bounds(run, t), caps).spread(topics)
             return
         counts = self._counts(run)
-        on: dict[int, list[int]] = {}  # topic * brokers + broker -> partitions
         on_broker = run.replicas_on()  # replicas stay where they are: only leadership moves
-        for b, parts in enumerate(on_broker):
-            for p in parts:
-                on.setdefault(st.topic[p] * st.nb + b, []).append(p)
+        on = _topic_replicas(run)  # topic * brokers + broker -> partitions
         trades = _leader_pairs(run)
         run.memo[_TOP] = {r: max((st.load(r)[b] for b in range(st.nb) if st.eligible[b]), default=0.0)
                           for r in ("network_out", "leader_bytes_in")}
@@ -256,7 +254,7 @@ class TopicGoal:
         run.memo[key] = worst
         return worst
 
-    def _level(self, run: Run, on: dict[int, list[int]], on_broker: list[list[int]],
+    def _level(self, run: Run, on: Mapping[int, list[int]], on_broker: list[list[int]],
                trades: dict[tuple[int, int], list[int]]) -> None:
         """Topics whose leader max - min is above the start's worst (issue 9's "not worse": the
         earlier goals' moves can pile a topic's leaders up beyond its bounds' reach): level them
@@ -307,7 +305,7 @@ class TopicGoal:
                 return False
         return True
 
-    def _pass_leader(self, run: Run, t: int, b: int, on: dict[int, list[int]], on_broker: list[list[int]],
+    def _pass_leader(self, run: Run, t: int, b: int, on: Mapping[int, list[int]], on_broker: list[list[int]],
                      trades: dict[tuple[int, int], list[int]], pull: bool = False,
                      limits: tuple[int, int] | None = None) -> bool:
         """Pass one leadership of topic t from b to a follower with room for it (``pull``: from
@@ -359,7 +357,7 @@ class TopicGoal:
             return self._pass_along(run, t, b, on, trades, hi)
         return False
 
-    def _pass_along(self, run: Run, t: int, s: int, on: dict[int, list[int]],
+    def _pass_along(self, run: Run, t: int, s: int, on: Mapping[int, list[int]],
                     trades: dict[tuple[int, int], list[int]], hi: int) -> bool:
         """One leadership of topic t off s when every follower of s's partitions of t leads its
         share already: pass it along a chain of t's partitions, s -> d -> ... -> x, to a broker
@@ -466,12 +464,41 @@ class TopicGoal:
         return False
 
 
-def _leader_pairs(run: Run) -> dict[tuple[int, int], list[int]]:
-    """(leader, follower) -> the movable partitions led by the one with a replica on the other."""
+def _movable_rows(run: Run) -> np.ndarray | None:
+    """The movable partitions as a boolean array, or None when all are."""
+    if all(run.partition_movable):
+        return None
+    return np.asarray(run.partition_movable, dtype=bool)
+
+
+def _topic_replicas(run: Run) -> Grouped:
+    """topic * brokers + broker -> the movable partitions of the topic with a replica on the
+    broker, in partition order."""
     st = run.state
-    out: dict[tuple[int, int], list[int]] = {}
-    for p, reps in enumerate(st.replicas):
-        if run.partition_movable[p]:
-            for f in reps[1:]:
-                out.setdefault((reps[0], f), []).append(p)
-    return out
+    brokers, parts = st.flat_replicas()
+    movable = _movable_rows(run)
+    if movable is not None:
+        keep = movable[parts]
+        brokers, parts = brokers[keep], parts[keep]
+    topic = np.asarray(st.topic, dtype=np.int64)
+    return Grouped(topic[parts] * st.nb + brokers, parts)
+
+
+def _leader_pairs(run: Run) -> dict[tuple[int, int], list[int]]:
+    """(leader, follower) -> the movable partitions led by the one with a replica on the other,
+    in partition order."""
+    st = run.state
+    nb = st.nb
+    mat = st.replica_matrix()
+    if mat.shape[1] < 2:
+        return {}
+    followers = mat[:, 1:]
+    parts = np.repeat(np.arange(st.np, dtype=np.int64), followers.shape[1])
+    leads = np.repeat(mat[:, 0], followers.shape[1])
+    flat = followers.ravel()  # partition-major: each key's partitions stay in order
+    keep = flat >= 0
+    movable = _movable_rows(run)
+    if movable is not None:
+        keep &= movable[parts]
+    pairs = Grouped(leads[keep] * nb + flat[keep], parts[keep])
+    return {divmod(k, nb): pairs[k] for k in pairs}

@@ -19,8 +19,11 @@ import math
 from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from kafka_ops.planner.context import Move, Run
 from kafka_ops.planner.hard import rack_limit
+from kafka_ops.planner.state import Grouped
 
 # The budget for swaps that cost moves: the plan may grow to these multiples of its lower
 # bounds (issue 9 allows 1.10; the margin absorbs the earlier goals' rounding).
@@ -54,31 +57,53 @@ def plan_bounds(run: Run) -> tuple[int, int]:
     """
     st = run.state
     moves = nbytes = 0
+    if not st.np:
+        return 0, 0
+    # Every original replica of a movable partition: (broker, size, group), one numpy sweep.
+    orig = st.original_matrix()
+    width = orig.shape[1]
+    parts = np.repeat(np.arange(st.np, dtype=np.int64), width)
+    flat = orig.ravel()
+    keep = flat >= 0
+    keep &= np.asarray(run.partition_movable, dtype=bool)[parts]
+    parts, flat = parts[keep], flat[keep]
+    group_of = np.asarray(st.group_of_topic, dtype=np.int64)[np.asarray(st.topic, dtype=np.int64)][parts]
+    size = np.asarray(st.size, dtype=np.int64)[parts]
+    eligible = np.asarray(st.eligible, dtype=bool)
     for g, group in enumerate(st.groups):
         live = run.group_brokers(g)
         if not group.balance or not live:
             continue
-        members = set(group.brokers)
-        sizes: dict[int, list[int]] = {b: [] for b in live}
-        dead = dead_bytes = 0
-        for p, orig in enumerate(st.original):
-            if st.group_of(p) != g or not run.partition_movable[p]:
-                continue
-            for b in orig:
-                if b in sizes:
-                    sizes[b].append(st.size[p])
-                elif b in members or not st.eligible[b]:
-                    dead += 1
-                    dead_bytes += st.size[p]
-        total = sum(len(x) for x in sizes.values()) + dead
+        mine = group_of == g
+        b, sz = flat[mine], size[mine]
+        is_live = np.zeros(st.nb, dtype=bool)
+        is_live[live] = True
+        member = np.zeros(st.nb, dtype=bool)
+        member[list(group.brokers)] = True
+        on_live = is_live[b]
+        gone = ~on_live & (member[b] | ~eligible[b])  # replicas that must move
+        dead, dead_bytes = int(gone.sum()), int(sz[gone].sum())
+        b, sz = b[on_live], sz[on_live]
+        count = np.bincount(b, minlength=st.nb)
+        disk = np.zeros(st.nb, dtype=np.int64)
+        np.add.at(disk, b, sz)
+        counts = count[live].tolist()
+        disks = disk[live].tolist()
+        total = sum(counts) + dead
         mean = total / len(live)
         hi, lo = math.ceil(mean), math.floor(mean)
-        surplus = {b: max(0, len(x) - hi) for b, x in sizes.items()}
-        deficit = sum(max(0, lo - len(x)) for x in sizes.values())
-        moves += dead + max(sum(surplus.values()), deficit - dead, 0)
-        count_bytes = dead_bytes + sum(sum(heapq.nsmallest(k, sizes[b])) for b, k in surplus.items() if k)
-        mean_disk = (sum(sum(x) for x in sizes.values()) + dead_bytes) / len(live)
-        disk_bytes = dead_bytes + sum(max(0.0, sum(x) - 1.03 * mean_disk) for x in sizes.values())
+        surplus = np.zeros(st.nb, dtype=np.int64)
+        surplus[live] = [max(0, c - hi) for c in counts]
+        deficit = sum(max(0, lo - c) for c in counts)
+        moves += dead + max(int(surplus.sum()), deficit - dead, 0)
+        # Each crowded broker's smallest replicas: by broker, then size; the first k of each.
+        order = np.lexsort((sz, b))
+        b_sorted, sz_sorted = b[order], sz[order]
+        first = np.cumsum(count) - count  # where each broker's run starts
+        rank = np.arange(len(b_sorted)) - first[b_sorted]
+        count_bytes = dead_bytes + int(sz_sorted[rank < surplus[b_sorted]].sum())
+        mean_disk = (sum(disks) + dead_bytes) / len(live)
+        disk_bytes = dead_bytes + sum(max(0.0, x - 1.03 * mean_disk) for x in disks)
         nbytes += int(max(count_bytes, disk_bytes))
     return moves, nbytes
 
@@ -105,18 +130,27 @@ class _Index:
         self.moved_in = moved_in
         self.came_to: dict[int, set[int]] = {b: set() for b in brokers}  # a -> the b of came
         self.came_from: dict[int, set[int]] = {b: set() for b in brokers}  # b -> the a of came
-        for p, reps in enumerate(st.replicas):
-            tp = topic_of[p]
-            if not movable[p] or group_of_topic[tp] != g:
-                continue
-            if tp in wanted:
-                t = tp * nb
-                for b in reps:
-                    if b in members:
-                        on.setdefault(t + b, []).append(p)
+        # The partitions of the group that may move, and which of them changed so far (numpy).
+        topic = np.asarray(topic_of, dtype=np.int64)
+        mine = np.asarray(movable, dtype=bool) & (np.asarray(group_of_topic, dtype=np.int64)[topic] == g)
+        now, before = st.replica_matrix(), st.original_matrix()
+        width = max(now.shape[1], before.shape[1])
+        now, before = (np.pad(m, ((0, 0), (0, width - m.shape[1])), constant_values=-1)
+                       for m in (now, before))
+        flat, parts = now.ravel(), np.repeat(np.arange(st.np, dtype=np.int64), width)
+        member = np.zeros(nb, dtype=bool)
+        member[list(members)] = True
+        wanted_t = np.zeros(len(st.topics), dtype=bool)
+        wanted_t[list(wanted)] = True
+        keep = (flat >= 0) & mine[parts]
+        keep &= member[np.maximum(flat, 0)] & wanted_t[topic[parts]]
+        found = Grouped(topic[parts[keep]] * nb + flat[keep], parts[keep])
+        on.update((k, found[k]) for k in found)
+        changed = np.flatnonzero(mine & (now != before).any(axis=1)).tolist()
+        replicas = st.replicas
+        for p in changed:
+            reps = replicas[p]
             orig = original[p]
-            if orig == tuple(reps):
-                continue
             left = [a for a in orig if a not in reps]
             for b in reps:
                 if b in members and b not in orig:
@@ -241,22 +275,28 @@ class TopicSpreader:
         """The group's sum over topics of max - min replicas per broker, and its floor: the
         topics whose replicas do not divide evenly over the brokers."""
         nb, n = self.nb, len(self.brokers)
-        members = set(self.brokers)
-        group_of_topic, g = self.st.group_of_topic, self.group
-        top: dict[int, int] = {}
-        held: dict[int, int] = {}
-        total: dict[int, int] = {}
-        for key, c in self.counts.items():
-            t, b = divmod(key, nb)
-            if c and b in members and group_of_topic[t] == g:
-                top[t] = max(top.get(t, 0), c)
-                held[t] = held.get(t, 0) + 1
-                total[t] = total.get(t, 0) + c
-        spread = 0
-        for t, hi in top.items():
-            low = 0 if held[t] < n else min(self.count(t, b) for b in self.brokers)
-            spread += hi - low
-        return spread, sum(1 for c in total.values() if c % n)
+        if not self.counts or not n:
+            return 0, 0
+        counts = self.counts
+        keys = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
+        vals = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
+        t = keys // nb
+        member = np.zeros(nb, dtype=bool)
+        member[self.brokers] = True
+        keep = (vals != 0) & member[keys - t * nb]
+        keep &= np.asarray(self.st.group_of_topic, dtype=np.int64)[t] == self.group
+        keys, vals = keys[keep], vals[keep]
+        if not len(keys):
+            return 0, 0
+        order = np.argsort(keys, kind="stable")
+        keys, vals = keys[order], vals[order]
+        t = keys // nb
+        starts = np.flatnonzero(np.concatenate(([True], t[1:] != t[:-1])))
+        held = np.diff(np.append(starts, len(t)))
+        top = np.maximum.reduceat(vals, starts)
+        low = np.where(held >= n, np.minimum.reduceat(vals, starts), 0)
+        total = np.add.reduceat(vals, starts)
+        return int((top - low).sum()), int((total % n != 0).sum())
 
     def _steps(self, t: int) -> tuple[int, int]:
         """(swaps to lower t's max or raise its min by one, which: 1 max, -1 min); 0: done."""
