@@ -118,7 +118,7 @@ class _Index:
         nb = st.nb
         self.run, self.g, self.brokers = run, g, brokers
         members = set(brokers)
-        group_of_topic, topic_of, original = st.group_of_topic, st.topic, st.original
+        group_of_topic, topic_of = st.group_of_topic, st.topic
         movable = run.partition_movable
         self.topics = wanted = set(topics)
         on: dict[int, list[int]] = {}
@@ -146,20 +146,33 @@ class _Index:
         keep &= member[np.maximum(flat, 0)] & wanted_t[topic[parts]]
         found = Grouped(topic[parts[keep]] * nb + flat[keep], parts[keep])
         on.update((k, found[k]) for k in found)
-        changed = np.flatnonzero(mine & (now != before).any(axis=1)).tolist()
-        replicas = st.replicas
-        for p in changed:
-            reps = replicas[p]
-            orig = original[p]
-            left = [a for a in orig if a not in reps]
-            for b in reps:
-                if b in members and b not in orig:
-                    moved_in[b].append(p)
-                    for a in left:
-                        came.setdefault((b, a), []).append(p)
-                        if a in members:
-                            self.came_to[a].add(b)
-                            self.came_from[b].add(a)
+        # The replicas earlier goals moved: per changed partition, the brokers it gained (b,
+        # in the group) and those it left (a); each list in partition order.
+        changed = np.flatnonzero(mine & (now != before).any(axis=1))
+        # Kept for the free pass's q filter: current (moved() keeps it) and original replicas.
+        self.cur, self.orig, self.topic = now, before, topic
+        self.size = np.asarray(st.size, dtype=np.int64)
+        now, before = now[changed], before[changed]
+        gained = (now >= 0) & ~(now[:, :, None] == before[:, None, :]).any(axis=2)
+        gained &= member[np.maximum(now, 0)]
+        left = (before >= 0) & ~(before[:, :, None] == now[:, None, :]).any(axis=2)
+        rows, cols = np.nonzero(gained)  # row-major: partition order
+        for b, ps in Grouped(now[rows, cols], changed[rows]).items():
+            moved_in[b].extend(ps)
+        pairs_p, pairs_key = [], []
+        for j in range(width):
+            for k in range(width):
+                sel = np.flatnonzero(gained[:, j] & left[:, k])
+                pairs_p.append(changed[sel])
+                pairs_key.append(now[sel, j] * nb + before[sel, k])
+        p_all, key_all = np.concatenate(pairs_p), np.concatenate(pairs_key)
+        order = np.lexsort((p_all, key_all))  # by (b, a), then partition
+        for key, ps in Grouped(key_all[order], p_all[order]).items():
+            b, a = divmod(key, nb)
+            came[b, a] = ps
+            if a in members:
+                self.came_to[a].add(b)
+                self.came_from[b].add(a)
 
     @property
     def by_size(self) -> dict[int, list[tuple[int, int]]]:
@@ -181,6 +194,8 @@ class _Index:
 
     def moved(self, run: Run, p: int, src: int, dst: int) -> None:
         st = run.state
+        reps = st.replicas[p]
+        self.cur[p, :len(reps)] = reps
         if st.topic[p] in self.topics:
             t = st.topic[p] * st.nb
             self.on[t + src].remove(p)
@@ -468,39 +483,51 @@ class TopicSpreader:
         return cands
 
     def _free_pairs(self, t: int, a: int, b: int, ps: list[int], qs: list[int]) -> list[_Cand]:
-        """The swaps of _pairs that cost no move and no byte (the free pass), found with q's
-        cost first: a q whose cost no p of its kind (leader or follower) offsets is skipped."""
-        st, nb, counts, original, size = self.st, self.nb, self.counts, self.st.original, self.st.size
-        kinds: dict[bool, list[tuple[int, int, int]]] = {True: [], False: []}  # leads on a -> (cost, size, p)
-        for p in ps:
-            kinds[st.replicas[p][0] == a].append((self._cost(p, a, b), size[p], p))
-        most = {k: -min(c for c, _, _ in v) if v else -2 for k, v in kinds.items()}
-        cands: list[_Cand] = []
-        per_move, per_byte = self.per_move, self.per_byte
-        for q in dict.fromkeys(qs):
-            orig_q = original[q]
-            cost_q = (a not in orig_q) - (b not in orig_q)
-            reps_q = st.replicas[q]
-            lead_q = reps_q[0] == b
-            if cost_q > most[lead_q]:
-                continue
-            u = st.topic[q]
-            if u == t or a in reps_q or b not in reps_q:
-                continue
-            gain_u = counts.get(u * nb + b, 0) - counts.get(u * nb + a, 0) - 1
-            if gain_u < 0:
-                continue
-            gain_u = min(gain_u, 1)
-            size_q = size[q]
-            bytes_q = cost_q * size_q
-            for cost_p, size_p, p in kinds[lead_q]:
-                moves = cost_p + cost_q
-                nbytes = cost_p * size_p + bytes_q
-                if moves > 0 or nbytes > 0:
-                    continue
-                price = moves * per_move + nbytes * per_byte
-                cands.append(((price, -gain_u, abs(size_p - size_q), p, q), moves, nbytes, p, q))
-        return cands
+        """The swaps of _pairs that cost no move and no byte (the free pass), weighed with
+        numpy: every q at once, then every (p, q) of the same kind (leader or follower)."""
+        st, nb, counts, index = self.st, self.nb, self.counts, self.index
+        if not ps:
+            return []
+        costs = [self._cost(p, a, b) for p in ps]
+        qarr = np.fromiter(dict.fromkeys(qs), dtype=np.int64)
+        # Per q: its cost (a copy gained moving b -> a, minus one saved), whether it leads on
+        # b, and the rules: another topic, on b, not on a.
+        orig_q, reps_q = index.orig[qarr], index.cur[qarr]
+        cost_q = (orig_q != a).all(axis=1).astype(np.int64) - (orig_q != b).all(axis=1)
+        lead_q = reps_q[:, 0] == b
+        u = index.topic[qarr]
+        ok = (u != t) & (reps_q != a).all(axis=1) & (reps_q == b).any(axis=1)
+        ok &= cost_q <= -min(costs)  # some p must offset it
+        sel = np.flatnonzero(ok)
+        if not len(sel):
+            return []
+        qarr, cost_q, lead_q, u = qarr[sel], cost_q[sel], lead_q[sel], u[sel]
+        # u ends no less even: b holds more of u than a, after the swap too.
+        get = counts.get
+        on_b = np.fromiter((get(k, 0) for k in (u * nb + b).tolist()), dtype=np.int64, count=len(u))
+        on_a = np.fromiter((get(k, 0) for k in (u * nb + a).tolist()), dtype=np.int64, count=len(u))
+        gain_u = on_b - on_a - 1
+        keep = gain_u >= 0
+        qarr, cost_q, lead_q, gain_u = qarr[keep], cost_q[keep], lead_q[keep], np.minimum(gain_u[keep], 1)
+        size_q = index.size[qarr]
+        # Every p against every q: same kind (a leader carries its leadership along), and the
+        # pair copies no replica and no byte.
+        parr = np.asarray(ps, dtype=np.int64)
+        cost_p = np.asarray(costs, dtype=np.int64)
+        lead_p = np.fromiter((st.replicas[p][0] == a for p in ps), dtype=bool, count=len(ps))
+        size_p = index.size[parr]
+        moves = cost_p[:, None] + cost_q[None, :]
+        nbytes = cost_p[:, None] * size_p[:, None] + (cost_q * size_q)[None, :]
+        ok2 = (lead_p[:, None] == lead_q[None, :]) & (moves <= 0) & (nbytes <= 0)
+        ip, iq = np.nonzero(ok2)
+        if not len(ip):
+            return []
+        mv, nbt = moves[ip, iq], nbytes[ip, iq]
+        price = mv * self.per_move + nbt * self.per_byte
+        diff = np.abs(size_p[ip] - size_q[iq])
+        return [((pr, -g, d, p, q), m, n, p, q) for pr, g, d, p, q, m, n in zip(
+            price.tolist(), gain_u[iq].tolist(), diff.tolist(), parr[ip].tolist(), qarr[iq].tolist(),
+            mv.tolist(), nbt.tolist(), strict=True)]
 
     def _window(self, a: int, b: int) -> dict[str, tuple[float, float]]:
         """Per load, the change of a's load (b's changes by the opposite) that keeps both
