@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain
+from itertools import accumulate, chain
 from typing import Any
 
 import numpy as np
 
 from kafka_ops.errors import ValidationError
-from kafka_ops.model import ClusterModel, TopicPartition
+from kafka_ops.model import ClusterModel, Partition, TopicPartition
 from kafka_ops.pools import PoolSet
 
 # Per-broker loads a balance goal can even out, and the WorkingState list holding each.
@@ -89,35 +89,24 @@ class WorkingState:
 
         self.tps: list[TopicPartition] = list(cluster.partitions)
         topic_ids: dict[str, int] = {}
-        self.topics: list[str] = []
-        self.topic: list[int] = []
+        self.topic: list[int] = [topic_ids.setdefault(p.topic, len(topic_ids)) for p in parts]
+        self.topics: list[str] = list(topic_ids)
         self.size: list[int] = [p.size_bytes for p in parts]
         self.bytes_in: list[float] = [p.bytes_in_per_sec for p in parts]
         self.bytes_out: list[float] = [p.bytes_out_per_sec for p in parts]
-        self.replicas: list[list[int]] = []
+        # Broker ids to indexes in one pass over all replicas, then cut into the lists.
+        raw = [p.replicas for p in parts]
+        flat = list(map(index.__getitem__, chain.from_iterable(raw)))
+        ends = list(accumulate(map(len, raw)))
+        self.replicas: list[list[int]] = [flat[a:e] for a, e in zip([0, *ends[:-1]], ends, strict=True)]
+        _check_replica_lists(parts, self.replicas)
         # Partitions with a reassignment in flight are planned from the replicas they will keep
         # (Kafka's target replica set) and never moved: a second reassignment of the same
         # partition would cancel the first one.
-        self.in_flight: list[int] = []
-        topic_append, replicas_append, at = self.topic.append, self.replicas.append, index.__getitem__
-        last_topic, last_id = None, -1
-        for i, p in enumerate(parts):
-            if p.topic != last_topic:  # partitions of a topic come together: one lookup each
-                last_topic = p.topic
-                last_id = topic_ids.get(last_topic, -1)
-                if last_id < 0:
-                    last_id = topic_ids[last_topic] = len(self.topics)
-                    self.topics.append(last_topic)
-            topic_append(last_id)
-            replicas = p.replicas
-            if len(set(replicas)) != len(replicas):
-                raise ValidationError(f"{p.tp} lists a broker twice in its replicas {list(replicas)}")
-            if not replicas:
-                raise ValidationError(f"{p.tp} has no replicas")
-            if p.reassignment_in_progress:
-                self.in_flight.append(i)
-                replicas = p.target_replicas or p.replicas
-            replicas_append(list(map(at, replicas)))
+        self.in_flight: list[int] = [i for i, p in enumerate(parts)
+                                     if p.adding_replicas or p.removing_replicas]
+        for i in self.in_flight:
+            self.replicas[i] = [index[b] for b in parts[i].target_replicas or parts[i].replicas]
         self.original: list[tuple[int, ...]] = [tuple(r) for r in self.replicas]
         self._original_matrix: np.ndarray | None = None
         self.np = len(self.replicas)
@@ -322,6 +311,23 @@ class WorkingState:
             for p, reps in enumerate(self.replicas)
             if tuple(reps) != self.original[p]
         }
+
+
+def _check_replica_lists(parts: Sequence[Partition], replicas: Sequence[Sequence[int]]) -> None:
+    """Raise for the first partition listing no replica or a broker twice (broker indexes,
+    so never negative: one numpy sweep)."""
+    if not replicas:
+        return
+    mat = padded(replicas)  # -1 past each list's end
+    mat.sort(axis=1)
+    empty = mat[:, -1] < 0
+    twice = ((mat[:, 1:] == mat[:, :-1]) & (mat[:, :-1] >= 0)).any(axis=1)
+    bad = np.flatnonzero(twice | empty)
+    if len(bad):
+        p = parts[int(bad[0])]
+        if p.replicas:
+            raise ValidationError(f"{p.tp} lists a broker twice in its replicas {list(p.replicas)}")
+        raise ValidationError(f"{p.tp} has no replicas")
 
 
 def padded(rows: Sequence[Sequence[int]], width: int = 1) -> np.ndarray:

@@ -29,12 +29,12 @@ def _topic_totals(run: Run) -> tuple[list[int], list[int]]:
     key = ("topic_totals", 0)
     if key not in run.memo:
         st = run.state
-        replicas = [0] * len(st.topics)
-        partitions = [0] * len(st.topics)
-        for p, reps in enumerate(st.replicas):
-            replicas[st.topic[p]] += len(reps)
-            partitions[st.topic[p]] += 1
-        run.memo[key] = (replicas, partitions)
+        topic = np.asarray(st.topic, dtype=np.int64)
+        rf = np.fromiter(map(len, st.replicas), dtype=np.int64, count=st.np)
+        replicas = np.zeros(len(st.topics), dtype=np.int64)
+        np.add.at(replicas, topic, rf)
+        partitions = np.bincount(topic, minlength=len(st.topics))
+        run.memo[key] = (replicas.tolist(), partitions.tolist())
     return run.memo[key]
 
 
@@ -145,13 +145,17 @@ class TopicGoal:
         key = (self.name + ":arrays", 0)
         if key not in run.memo:
             st = run.state
-            nt = len(st.topics)
             eligible = np.array(st.eligible, dtype=bool)
             balanced = np.array([st.groups[g].balance for g in st.group_of_topic], dtype=bool)
-            bounds = [self.bounds(run, t) for t in range(nt)]
-            lo = np.array([b[0] for b in bounds], dtype=np.int64)
-            hi = np.array([b[1] for b in bounds], dtype=np.int64)
-            n = np.array([len(run.group_brokers(g)) for g in st.group_of_topic], dtype=np.int64)
+            # bounds() of every topic at once (the same float steps, so the same integers).
+            replicas, partitions = _topic_totals(run)
+            n = np.array([len(run.group_brokers(g)) for g in range(len(st.groups))],
+                         dtype=np.int64)[np.asarray(st.group_of_topic, dtype=np.int64)]
+            total = np.asarray(partitions if self.leaders else replicas, dtype=np.float64)
+            mean = total / np.where(n > 0, n, 1)
+            thr = run.options.thresholds.get(self.name, self.default_threshold)
+            lo = np.floor(mean * (1 - thr)).astype(np.int64)
+            hi = np.ceil(mean * (1 + thr)).astype(np.int64)
             run.memo[key] = (eligible, balanced, lo, hi, n)
         return run.memo[key]
 
