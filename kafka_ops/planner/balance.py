@@ -30,6 +30,7 @@ from kafka_ops.planner.trades import (
 _SCAN = 24  # candidates examined around the ideal size before settling for the best seen
 _VECTOR_MIN = 20_000  # partitions from which the leader count goal's taking side scans with numpy
 _VECTOR_SCAN = 64  # ... a broker following at least this many partitions
+_CHUNK = 512  # partitions weighed by the first step of that scan (each next step: twice as many)
 
 
 class BalanceGoal:
@@ -554,49 +555,63 @@ class _TakerScan:
 
     def best(self, run: Run, w: int, load: Sequence[float], hi: float, floor: int,
              edge: float) -> tuple[int, int] | None:
-        """(partition, w) of the transfer the taking-side loop of the leader count goal picks."""
-        ps = self.on[w]
+        """(partition, w) of the transfer the taking-side loop of the leader count goal picks.
+
+        In chunks of w's partitions, growing: the loop usually stops early (its first
+        unbeatable best), so most calls never weigh the rest of the list.
+        """
+        ps_all = self.on[w]
+        n = len(ps_all)
         loads = np.asarray(load, dtype=np.int64)
-        leads = self.lead[ps]
-        ll = loads[leads]
-        keep = np.flatnonzero(ll - loads[w] > 1)  # led by a fuller broker (so w follows it)
-        if not len(keep):
-            return None
-        ps, leads, ll = ps[keep], leads[keep], ll[keep]
-        kt = self.kt[w][keep]
-        t_lo, t_hi = (a[keep] for a in self.lo_hi[w])
-        on_new, on_old = self.tl[kt + w], self.tl[kt + leads]
-        # The loop's (on_new + 1 > t_hi) + (on_old - 1 < t_lo) - ..., on integers.
-        c = ((on_new >= t_hi).astype(np.int64) + (on_old <= t_lo) - (on_new < t_lo)
-             - (on_old > t_hi))
-        m, s = self.scale, self.scale
-        keys = ((c + 8) * m + (m - 1 - ll)) * s + ps
+        lw = loads[w]
+        kt_all = self.kt[w]
+        lo_all, hi_all = self.lo_hi[w]
+        m = s = self.scale
         big = np.iinfo(np.int64).max
         best: int | None = None
         best_key = big
-        start = 0
         can_lead = run.can_lead
-        while start < len(keys):
-            # Capped at the best so far: after a veto the scan resumes against it.
-            run_min = np.minimum(np.minimum.accumulate(keys[start:]), best_key)
-            # Records: where the running minimum drops below everything before it.
-            prev = np.concatenate(([best_key], run_min[:-1]))
-            records = np.flatnonzero(run_min < prev) + start
-            restart = None
-            for i in records.tolist():
-                p = int(ps[i])
-                if not can_lead(p, w):
-                    keys[i] = big
-                    restart = i + 1
+        pos, size = 0, _CHUNK
+        while pos < n:
+            end = min(n, pos + size)
+            ps = ps_all[pos:end]
+            leads = self.lead[ps]
+            ll = loads[leads]
+            keep = np.flatnonzero(ll - lw > 1)  # led by a fuller broker (so w follows it)
+            chunk = slice(pos, end)
+            pos, size = end, 2 * size
+            if not len(keep):
+                continue
+            ps, leads, ll = ps[keep], leads[keep], ll[keep]
+            kt = kt_all[chunk][keep]
+            t_lo, t_hi = lo_all[chunk][keep], hi_all[chunk][keep]
+            on_new, on_old = self.tl[kt + w], self.tl[kt + leads]
+            # The loop's (on_new + 1 > t_hi) + (on_old - 1 < t_lo) - ..., on integers.
+            c = ((on_new >= t_hi).astype(np.int64) + (on_old <= t_lo) - (on_new < t_lo)
+                 - (on_old > t_hi))
+            keys = ((c + 8) * m + (m - 1 - ll)) * s + ps
+            start = 0
+            while start < len(keys):
+                # Capped at the best so far: after a veto the scan resumes against it.
+                run_min = np.minimum(np.minimum.accumulate(keys[start:]), best_key)
+                # Records: where the running minimum drops below everything before it.
+                prev = np.concatenate(([best_key], run_min[:-1]))
+                records = np.flatnonzero(run_min < prev) + start
+                restart = None
+                for i in records.tolist():
+                    p = int(ps[i])
+                    if not can_lead(p, w):
+                        keys[i] = big
+                        restart = i + 1
+                        break
+                    best, best_key = p, int(keys[i])
+                    bc, l_lead = int(c[i]), int(ll[i])
+                    if bc <= 0 and (l_lead > hi or (bc == floor and l_lead >= edge)):
+                        return p, w
+                if restart is None:
                     break
-                best, best_key = i, int(keys[i])
-                bc, l_lead = int(c[i]), int(ll[i])
-                if bc <= 0 and (l_lead > hi or (bc == floor and l_lead >= edge)):
-                    return p, w
-            if restart is None:
-                break
-            start = restart
-        return None if best is None else (int(ps[best]), w)
+                start = restart
+        return None if best is None else (best, w)
 
 
     def give(self, run: Run, w: int, led: Sequence[int], load: Sequence[float], lo: float,
@@ -610,56 +625,66 @@ class _TakerScan:
         running minimum's records are the bests the loop meets, checked in the same order.
         """
         nb = self.nb
-        ps = np.asarray(led, dtype=np.int64)
-        if not len(ps):
-            return None
         loads = np.asarray(load, dtype=np.int64)
         limit = int(loads[w]) - 2  # the transfer must narrow the gap between the two brokers
-        fol = self.reps[ps, 1:]  # (partition, follower slot), in the loop's order when raveled
-        lf = loads[fol]  # -1 slots read the last broker: masked below
-        ok = (fol >= 0) & (lf <= limit)
-        rows, cols = np.nonzero(ok)
-        if not len(rows):
-            return None
-        f = fol[rows, cols]
-        lf = lf[rows, cols]
-        p_arr = ps[rows]
-        t = self.topic[p_arr]
-        kt = t * nb
-        t_lo, t_hi = self.t_lo[t], self.t_hi[t]
-        on_old, on_new = self.tl[kt + w], self.tl[kt + f]
-        # The loop's (on_new + 1 > t_hi) - (on_new < t_lo) + (on_old - 1 < t_lo) - (on_old > t_hi).
-        c = ((on_new >= t_hi).astype(np.int64) - (on_new < t_lo) + (on_old <= t_lo)
-             - (on_old > t_hi))
         m = self.scale
-        keys = ((c + 8) * m + lf) * m + p_arr
         big = np.iinfo(np.int64).max
-        best = -1
+        best: tuple[int, int, int, int] | None = None  # partition, follower, crowding, its load
         best_key = big
-        start = 0
         can_lead = run.can_lead
-        while start < len(keys):
-            # Capped at the best so far: after a veto the scan resumes against it.
-            run_min = np.minimum(np.minimum.accumulate(keys[start:]), best_key)
-            prev = np.concatenate(([best_key], run_min[:-1]))
-            records = np.flatnonzero(run_min < prev) + start
-            restart = None
-            for i in records.tolist():
-                if best >= 0 and rows[i] != rows[best]:
-                    # The loop checks after each partition: the best's partition is done.
-                    bc, bl = int(c[best]), int(lf[best])
-                    if bc <= 0 and (bl < lo or (bc == floor and bl <= edge)):
-                        return int(p_arr[best]), int(f[best])
-                p, new = int(p_arr[i]), int(f[i])
-                if not can_lead(p, new):
-                    keys[i] = big
-                    restart = i + 1
+
+        def unbeatable(best: tuple[int, int, int, int]) -> bool:
+            _, _, bc, bl = best
+            return bc <= 0 and (bl < lo or (bc == floor and bl <= edge))
+
+        # In chunks of w's partitions, growing (the loop usually stops early). A chunk ends
+        # with a partition, so the loop's check after each partition is also made between
+        # chunks: if the best cannot be beaten, no later partition is weighed.
+        pos, size = 0, _CHUNK
+        while pos < len(led):
+            if best is not None and unbeatable(best):
+                return best[0], best[1]
+            ps = np.asarray(led[pos:pos + size], dtype=np.int64)
+            pos, size = pos + size, 2 * size
+            fol = self.reps[ps, 1:]  # (partition, follower slot), in the loop's order when raveled
+            lf = loads[fol]  # -1 slots read the last broker: masked below
+            ok = (fol >= 0) & (lf <= limit)
+            rows, cols = np.nonzero(ok)
+            if not len(rows):
+                continue
+            f = fol[rows, cols]
+            lf = lf[rows, cols]
+            p_arr = ps[rows]
+            t = self.topic[p_arr]
+            kt = t * nb
+            t_lo, t_hi = self.t_lo[t], self.t_hi[t]
+            on_old, on_new = self.tl[kt + w], self.tl[kt + f]
+            # The loop's (on_new + 1 > t_hi) - (on_new < t_lo) + (on_old - 1 < t_lo) - (on_old > t_hi).
+            c = ((on_new >= t_hi).astype(np.int64) - (on_new < t_lo) + (on_old <= t_lo)
+                 - (on_old > t_hi))
+            keys = ((c + 8) * m + lf) * m + p_arr
+            best_row = -1  # the best's row in this chunk (-1: an earlier chunk's, a done partition)
+            start = 0
+            while start < len(keys):
+                # Capped at the best so far: after a veto the scan resumes against it.
+                run_min = np.minimum(np.minimum.accumulate(keys[start:]), best_key)
+                prev = np.concatenate(([best_key], run_min[:-1]))
+                records = np.flatnonzero(run_min < prev) + start
+                restart = None
+                for i in records.tolist():
+                    if best is not None and rows[i] != best_row and unbeatable(best):
+                        # The loop checks after each partition: the best's partition is done.
+                        return best[0], best[1]
+                    p, new = int(p_arr[i]), int(f[i])
+                    if not can_lead(p, new):
+                        keys[i] = big
+                        restart = i + 1
+                        break
+                    best, best_key, best_row = (p, new, int(c[i]), int(lf[i])), int(keys[i]), int(rows[i])
+                if restart is None:
                     break
-                best, best_key = i, int(keys[i])
-            if restart is None:
-                break
-            start = restart
-        return None if best < 0 else (int(p_arr[best]), int(f[best]))
+                start = restart
+        return None if best is None else (best[0], best[1])
 
 
 def _worst_count(load: Sequence[float], brokers: Sequence[int], lo: float, hi: float,
