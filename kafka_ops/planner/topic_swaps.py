@@ -18,6 +18,7 @@ import heapq
 import math
 from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -108,6 +109,35 @@ def plan_bounds(run: Run) -> tuple[int, int]:
     return moves, nbytes
 
 
+class _Lists:
+    """topic * brokers + broker -> partitions, as a dict of lists that is filled on first use
+    of each key (the swap search looks at a few of them; the index holds hundreds of thousands)."""
+
+    def __init__(self, source: Grouped) -> None:
+        self._source = source
+        self._made: dict[int, list[int]] = {}
+
+    def get(self, key: int, default: Any = None) -> Any:
+        lst = self._made.get(key)
+        if lst is None:
+            if key not in self._source:
+                return default
+            lst = self._made[key] = self._source[key]
+        return lst
+
+    def __getitem__(self, key: int) -> list[int]:
+        lst = self.get(key)
+        if lst is None:
+            raise KeyError(key)
+        return lst
+
+    def setdefault(self, key: int, default: list[int]) -> list[int]:
+        lst = self.get(key)
+        if lst is None:
+            lst = self._made[key] = default
+        return lst
+
+
 class _Index:
     """Per (topic, broker) the partitions there (the topics being spread only); per broker its
     replicas by size (built when a paid pass first needs it); per broker pair (b, a) the
@@ -121,8 +151,6 @@ class _Index:
         group_of_topic, topic_of = st.group_of_topic, st.topic
         movable = run.partition_movable
         self.topics = wanted = set(topics)
-        on: dict[int, list[int]] = {}
-        self.on = on
         self._by_size: dict[int, list[tuple[int, int]]] | None = None
         came: dict[tuple[int, int], list[int]] = {}
         self.came = came
@@ -144,8 +172,7 @@ class _Index:
         wanted_t[list(wanted)] = True
         keep = (flat >= 0) & mine[parts]
         keep &= member[np.maximum(flat, 0)] & wanted_t[topic[parts]]
-        found = Grouped(topic[parts[keep]] * nb + flat[keep], parts[keep])
-        on.update((k, found[k]) for k in found)
+        self.on = _Lists(Grouped(topic[parts[keep]] * nb + flat[keep], parts[keep]))
         # The replicas earlier goals moved: per changed partition, the brokers it gained (b,
         # in the group) and those it left (a); each list in partition order.
         changed = np.flatnonzero(mine & (now != before).any(axis=1))
