@@ -7,6 +7,7 @@ It makes most of a plan's moves, so it picks which replica moves with the later 
 from __future__ import annotations
 
 import heapq
+import math
 from bisect import bisect_left
 from collections.abc import Iterator, Mapping, Sequence
 from typing import NamedTuple
@@ -26,24 +27,86 @@ _REORDER = 32  # moves off a broker before its fullest-topics order is recompute
 _GAIN = 10  # topic evening-out beyond this many replicas counts the same
 _FAR = 2.0  # a replica this many "near" widths from the ideal size ...
 _FAR_COST = 3  # ... counts as evening its topic out by this many replicas less (disk first)
+_SEARCHES = 20_000  # searches a pass aims at: a pass of more moves batches them ...
+_BATCH = 16  # ... up to this many replicas per search of one giver and one taker ...
+_SPAN = 4  # ... one per this many replicas both are from the limit
 
 
-def _nearest(lst: Sequence[tuple[float, int]], target: float, n: int) -> list[tuple[float, int]]:
-    """_around as a list: up to n entries nearest to target first (ties: the smaller first)."""
-    size = len(lst)
-    i = bisect_left(lst, (target, -1))
-    lo, hi = i - 1, i
-    out: list[tuple[float, int]] = []
-    while len(out) < n:
-        if lo >= 0 and (hi >= size or target - lst[lo][0] <= lst[hi][0] - target):
-            out.append(lst[lo])
-            lo -= 1
-        elif hi < size:
-            out.append(lst[hi])
-            hi += 1
-        else:
-            break
-    return out
+class _BySize:
+    """Replicas (size, partition) sorted by size, with the sizes alone beside them: bisecting a
+    list of floats is several times faster than one of tuples, and this is searched per move."""
+
+    __slots__ = ("items", "xs")
+
+    def __init__(self, items: list[tuple[float, int]], xs: list[float] | None = None) -> None:
+        self.items = items  # sorted
+        self.xs = [x for x, _ in items] if xs is None else xs
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def nearest(self, target: float, n: int) -> list[tuple[float, int]]:
+        """Up to n entries nearest to target, nearest first (ties: the smaller first)."""
+        xs, items = self.xs, self.items
+        size = len(xs)
+        hi = bisect_left(xs, target)
+        lo = hi - 1
+        out: list[tuple[float, int]] = []
+        while len(out) < n:
+            if lo >= 0 and (hi >= size or target - xs[lo] <= xs[hi] - target):
+                out.append(items[lo])
+                lo -= 1
+            elif hi < size:
+                out.append(items[hi])
+                hi += 1
+            else:
+                break
+        return out
+
+    def remove(self, x: float, p: int) -> None:
+        xs, items = self.xs, self.items
+        i = bisect_left(xs, x)
+        while i < len(xs) and xs[i] == x:
+            if items[i][1] == p:
+                del xs[i]
+                del items[i]
+                return
+            i += 1
+
+
+class _Sorted(NamedTuple):
+    """Replicas sorted by a key (a broker, or topic * nb + broker), then size, then partition;
+    ``keys[i]`` owns ``xs``/``parts`` from ``starts[i]`` to ``ends[i]``."""
+
+    keys: list[int]
+    starts: list[int]
+    ends: list[int]
+    xs: list[float]
+    parts: list[int]
+
+    def slice(self, i: int) -> _BySize:
+        lo, hi = self.starts[i], self.ends[i]
+        x = self.xs[lo:hi]
+        return _BySize(list(zip(x, self.parts[lo:hi], strict=True)), x)
+
+
+def _sort(st: WorkingState, on: Mapping[int, Sequence[int]], per_topic: bool) -> _Sorted:
+    """Sorted in numpy: this indexes every movable replica (1.3 million on the largest
+    benchmark), and sorting tuples in Python took seconds."""
+    brokers = np.fromiter(on, dtype=np.int64, count=len(on))
+    lengths = np.fromiter((len(on[b]) for b in on), dtype=np.int64, count=len(on))
+    parts = np.fromiter((p for b in on for p in on[b]), dtype=np.int64, count=int(lengths.sum()))
+    keys = np.repeat(brokers, lengths)
+    if per_topic:
+        keys = np.asarray(st.topic, dtype=np.int64)[parts] * st.nb + keys
+    sizes = [st.size[p] for p in parts.tolist()]
+    order = np.lexsort((parts, np.asarray(sizes, dtype=np.float64), keys))
+    keys = keys[order]
+    cuts = (np.flatnonzero(np.diff(keys)) + 1).tolist()
+    starts, ends = [0, *cuts], [*cuts, len(keys)]
+    return _Sorted(keys[starts].tolist() if len(keys) else [], starts if len(keys) else [],
+                   ends if len(keys) else [], [sizes[i] for i in order.tolist()],
+                   parts[order].tolist())
 
 
 class ReplicaCountGoal(BalanceGoal):
@@ -75,7 +138,9 @@ class ReplicaCountGoal(BalanceGoal):
         size = st.size
         if len(st.groups) > 1:
             on = [[p for p in ps if st.group_of(p) == g] for ps in on]
-        cands = {b: sorted(zip(map(size.__getitem__, on[b]), on[b], strict=True)) for b in brokers}
+        by_broker = _sort(st, {b: on[b] for b in brokers}, per_topic=False)
+        cands = {b: _BySize([]) for b in brokers}
+        cands.update((b, by_broker.slice(i)) for i, b in enumerate(by_broker.keys))
         lo, hi = self.bounds(run, g)
         n = len(brokers)
         mean = _Means(sum(st.count[b] for b in brokers) / n, sum(st.disk[b] for b in brokers) / n)
@@ -85,6 +150,12 @@ class ReplicaCountGoal(BalanceGoal):
         for limit in (hi, lo):
             srcs = [(-st.count[b], b) for b in brokers if st.count[b] > limit]
             heapq.heapify(srcs)
+            # Bounded effort: small plans search once per move (every move sees the last),
+            # large ones move several replicas per search while both brokers are far from the
+            # limit. 1.3 million replicas needed ~280,000 moves; one search each took 70 s.
+            need = max(sum(-c - limit for c, _ in srcs),
+                       sum(limit - st.count[b] for b in brokers if st.count[b] < limit))
+            cap = min(_BATCH, max(1, math.ceil(need / _SEARCHES)))
             # Takers per rack: a same-rack move never breaks rack awareness, so try those first.
             dsts: dict[int, list[tuple[int, int]]] = {}
             for b in brokers:
@@ -92,7 +163,7 @@ class ReplicaCountGoal(BalanceGoal):
                     heapq.heappush(dsts.setdefault(st.rack[b], []), (st.count[b], b))
             while srcs and any(dsts.values()):
                 _, s = heapq.heappop(srcs)
-                chosen = None
+                chosen: _Choice | None = None
                 racks = sorted((r for r, h in dsts.items() if h),
                                key=lambda r: (r != st.rack[s], dsts[r][0], r))
                 for r in racks:
@@ -103,21 +174,21 @@ class ReplicaCountGoal(BalanceGoal):
                     tried = []
                     for _ in range(min(2, len(heap))):
                         tried.append(heapq.heappop(heap))
-                        c = self._choose(run, cands[s], s, tried[-1][1], mean, topics)
-                        if c and (chosen is None or c[3] < chosen[3]):
+                        c = self._choose(run, cands[s], s, tried[-1][1], mean, topics, limit, cap)
+                        if c and (chosen is None or c.gain < chosen.gain):
                             chosen = c
-                        if chosen and chosen[3] <= 0:
+                        if chosen and chosen.gain <= 0:
                             break
                     for item in tried:
-                        if chosen is None or item[1] != chosen[1]:
+                        if chosen is None or item[1] != chosen.dst:
                             heapq.heappush(heap, item)
                     if chosen:
                         break
                 if chosen is None:
                     # Rare (rack and capacity vetoes): every replica of s against every taker.
                     for d in sorted(b for heap in dsts.values() for _, b in heap):
-                        chosen = self._choose(run, cands[s], s, d, mean, topics,
-                                              exhaustive=True)
+                        chosen = self._choose(run, cands[s], s, d, mean, topics, limit, 1,
+                                              exhaustive=True, vet=True)
                         if chosen:
                             heap = dsts[st.rack[d]]
                             heap.remove((st.count[d], d))
@@ -125,25 +196,32 @@ class ReplicaCountGoal(BalanceGoal):
                             break
                 if chosen is None:
                     continue  # nothing on s can go anywhere: give up on s
-                i, d, p, _ = chosen
-                if not run.room_for_move(st.size[p]):
-                    return
-                st.move(p, s, d)
-                del cands[s][i]
-                topics.forget(s, p)
-                topics.moved(p, s, d)
+                d = chosen.dst
+                for p in chosen.partitions:
+                    if not run.can_move(p, s, d):
+                        continue  # an earlier move of the batch filled d (capacity)
+                    if not run.room_for_move(st.size[p]):
+                        return
+                    st.move(p, s, d)
+                    cands[s].remove(size[p], p)
+                    topics.forget(s, p)
+                    topics.moved(p, s, d)
                 if st.count[s] > limit:
                     heapq.heappush(srcs, (-st.count[s], s))
                 if st.count[d] < limit:
                     heapq.heappush(dsts[st.rack[d]], (st.count[d], d))
 
-    def _choose(self, run: Run, lst: Sequence[tuple[float, int]], s: int, d: int, mean: _Means,
-                topics: _TopicIndex,
-                exhaustive: bool = False) -> tuple[int, int, int, float] | None:
-        """(index in lst, d, partition, topic gain) of the best replica to move from s to d.
+    def _choose(self, run: Run, by_size: _BySize, s: int, d: int, mean: _Means,
+                topics: _TopicIndex, limit: float, cap: int, exhaustive: bool = False,
+                vet: bool = False) -> _Choice | None:
+        """The best replicas to move from s to d: the best one, and while both brokers are far
+        from ``limit`` a few more of other topics (one search, several moves).
 
         Looks at the sizes nearest the ideal one among the topics s holds most of compared with
         d, then at the sizes nearest the ideal one overall; ``exhaustive`` looks at every replica.
+        The vetoes are asked of the best candidates once scored (they almost always agree, and
+        asking them of every improvement cost more than the scoring); when they refuse all of
+        them, or ``vet``, they are asked of each candidate as it is scored.
         """
         st = run.state
         # Each side wants the size that spreads its disk gap over its remaining moves. The
@@ -156,13 +234,21 @@ class ReplicaCountGoal(BalanceGoal):
         want_s = (st.disk[s] - mean.disk) / left_s
         want_d = (mean.disk - st.disk[d]) / left_d
         desired = max(0.0, (want_s + _TAKER_WEIGHT * want_d) / (1 + _TAKER_WEIGHT))
-        nb, topic, counts, means = st.nb, st.topic, st.topic_count, topics.mean
-        replicas, tl, lead_mean = st.replicas, st.topic_leaders, topics.lead_mean
-        can_move = run.can_move
-        best: int | None = None
+        # Far from the limit on both sides, the brokers' wishes barely change over a few moves.
+        batch = int(max(1, min(cap, (st.count[s] - limit) // _SPAN,
+                               (limit - st.count[d]) // _SPAN)))
+        # A batch weighs more candidates: each further move needs one of another topic.
+        topics_wanted = _TOPICS + batch - 1
+        enough = 8 + 2 * (batch - 1)
+        topic, means, lead_mean = st.topic, topics.mean, topics.lead_mean
+        on_s_of, on_d_of = topics.count_on[s], topics.count_on[d]
+        lead_s_of, lead_d_of = topics.lead_on[s], topics.lead_on[d]
+        replicas = st.replicas
         best_key: tuple[int, float, float, float, int] | None = None
+        scored: list[tuple[tuple[int, float, float, float, int], int]] = []
         seen = 0
         # "Near the ideal size": within half of it, or of a typical replica when it is tiny.
+        lst = by_size.items
         near = 0.5 * max(desired, lst[len(lst) // 2][0] if lst else 0.0)
         far = _FAR * near
 
@@ -173,20 +259,18 @@ class ReplicaCountGoal(BalanceGoal):
             # The topics s holds most more of than its share, when d holds at least two fewer:
             # moving one evens the topic out.
             found = misses = 0
-            on = topics.on
             for t in topics.fullest(s):
-                key = t * nb
-                if counts[key + s] - counts.get(key + d, 0) >= 2:
-                    yield _nearest(on[key + s], desired, 2)
+                if on_s_of[t] - on_d_of.get(t, 0) >= 2:
+                    yield topics.on(t, s).nearest(desired, 2)
                     found += 1
                     misses = 0
-                    if found == _TOPICS:
+                    if found == topics_wanted:
                         break
                 else:
                     misses += 1
                     if misses == _MISSES:
                         break  # d holds its share of s's fullest topics: the rest are less full
-            yield _nearest(lst, desired, _NEAREST)
+            yield by_size.nearest(desired, _NEAREST + 2 * (batch - 1))
             # Partitions of one topic have similar sizes, so the nearest sizes can all be one
             # topic that d already has enough of: then sample the size range around the ideal.
             if best_key is None or best_key[0] > 0:
@@ -195,18 +279,18 @@ class ReplicaCountGoal(BalanceGoal):
 
         # Candidates come in chunks (a topic's, the nearest sizes, a sample), evaluated in order;
         # ``best_key`` is read by chunks() between them, so every chunk sees the best so far.
+        can_move = run.can_move
         stop = 0.2 * near
         done = False
         for chunk in chunks():
             for x, p in chunk:
                 if best_key is not None and best_key[0] < 0:
                     seen += 1
-                    if seen > 8 or best_key[2] <= stop:
+                    if seen > enough or (batch == 1 and best_key[2] <= stop):
                         done = True  # nearest first: later sizes only win on a topic bonus
                         break
                 t = topic[p]
-                kt = t * nb
-                on_d, on_s = counts.get(kt + d, 0), counts[kt + s]
+                on_d, on_s = on_d_of.get(t, 0), on_s_of[t]
                 # Negative is good: by how much further apart s and d hold the topic (the sum of
                 # squared counts drops by 2 x (on_s - on_d - 1)), less for a size far from the
                 # ideal one; then how much closer to the topic's mean both end up (-2 at best).
@@ -215,26 +299,55 @@ class ReplicaCountGoal(BalanceGoal):
                 err = x - desired if x >= desired else desired - x
                 if err > far:
                     gain += _FAR_COST
-                if best_key is not None and gain > best_key[0]:
-                    continue  # cheap: only a better key faces the vetoes
+                if best_key is not None and gain > best_key[0] and (batch == 1 or gain > 0):
+                    continue  # cheap: only a key that may be picked is worked out
                 m = means[t]
                 crowding = abs(on_s - 1 - m) - abs(on_s - m) + abs(on_d + 1 - m) - abs(on_d - m)
                 if replicas[p][0] == s:  # the leadership goes along: crowd the topic's leaders less
                     lm = lead_mean[t]
-                    ld, ls = tl.get(kt + d, 0), tl.get(kt + s, 0)
+                    ld, ls = lead_d_of.get(t, 0), lead_s_of.get(t, 0)
                     crowding += abs(ls - 1 - lm) - abs(ls - lm) + abs(ld + 1 - lm) - abs(ld - lm)
                 key = (gain, crowding, err, x, p)  # equal balance: the smaller replica
-                if best_key is not None and key >= best_key:
+                if vet and not can_move(p, s, d):
                     continue
-                if not can_move(p, s, d):
-                    continue
-                best, best_key = p, key
+                scored.append((key, p))
+                if best_key is None or key < best_key:
+                    best_key = key
             if done:
                 break
-        if best is None:
-            return None
-        assert best_key is not None  # set together with best
-        return bisect_left(lst, (st.size[best], best)), d, best, best_key[0]
+        scored.sort()
+        picks: list[int] = []
+        first: tuple[int, float, float, float, int] | None = None
+        taken: set[int] = set()
+        for key, p in scored:
+            if first is None:
+                if can_move(p, s, d):
+                    first = key
+                    picks.append(p)
+                    taken.add(topic[p])
+                    if batch == 1:
+                        break
+            elif key[0] <= max(0, first[0]) and key[1] <= max(0.0, first[1]) + 1e-9 and (
+                    topic[p] not in taken):  # (1e-9: the crowding sums carry rounding noise)
+                # More of other topics, each at least as good as the first or keeping its topic
+                # even, leaders included (each is vetted when it moves).
+                picks.append(p)
+                taken.add(topic[p])
+                if len(picks) == batch:
+                    break
+        if first is None:
+            if vet or exhaustive:
+                return None
+            return self._choose(run, by_size, s, d, mean, topics, limit, cap, vet=True)
+        return _Choice(first[0], d, picks)
+
+
+class _Choice(NamedTuple):
+    """What the replica count goal moves from one broker to another in one step."""
+
+    gain: float  # the first replica's topic gain (negative: its topic evens out)
+    dst: int
+    partitions: list[int]  # the best first, then others of other topics
 
 
 class _TopicIndex:
@@ -245,24 +358,24 @@ class _TopicIndex:
     ``_REORDER`` moves off the broker (a heuristic order: stale by a few replicas at most).
     """
 
-    def __init__(self, st: WorkingState, cands: Mapping[int, Sequence[tuple[float, int]]]) -> None:
+    def __init__(self, st: WorkingState, cands: Mapping[int, _BySize]) -> None:
         self.st = st
         # Each topic's replicas per broker of the group, on average (the balanced count).
-        totals: dict[int, int] = {}
-        leaders: dict[int, int] = {}
-        for p in range(st.np):
-            totals[st.topic[p]] = totals.get(st.topic[p], 0) + len(st.replicas[p])
-            leaders[st.topic[p]] = leaders.get(st.topic[p], 0) + 1
-        self.mean = {t: c / max(1, len(cands)) for t, c in totals.items()}
+        topic = np.asarray(st.topic, dtype=np.int64)
+        rf = np.fromiter(map(len, st.replicas), dtype=np.int64, count=st.np)
+        n = max(1, len(cands))
+        self.mean = (np.bincount(topic, weights=rf) / n).tolist()
         # ... and its leaders per broker: moving a leader replica moves the leadership too.
-        self.lead_mean = {t: c / max(1, len(cands)) for t, c in leaders.items()}
-        self.on: dict[int, list[tuple[float, int]]] = {}
+        self.lead_mean = (np.bincount(topic) / n).tolist()
         nb = st.nb
-        for b, lst in cands.items():
-            for x, p in lst:  # already by size
-                self.on.setdefault(st.topic[p] * nb + b, []).append((x, p))
+        # Per topic and broker, the replicas by size: built when first asked for (most are
+        # never: only a giver's fullest topics are), from one sort of them all.
+        self._sorted = _sort(st, {b: [p for _, p in lst.items] for b, lst in cands.items()},
+                             per_topic=True)
+        self._where = {key: i for i, key in enumerate(self._sorted.keys)}
+        self._on: dict[int, _BySize] = {}
         topics_of: dict[int, list[int]] = {}
-        for key in self.on:
+        for key in self._sorted.keys:
             topics_of.setdefault(key % nb, []).append(key // nb)
         # Per broker, its topics as arrays (in first-seen order): topic, mean, current count, and
         # whether the topic is still in the running; where each topic sits in them.
@@ -279,8 +392,25 @@ class _TopicIndex:
             self._live[b] = np.ones(len(ts), dtype=bool)
             self._slot[b] = {t: i for i, t in enumerate(ts)}
         self._topics_seen = topics_of  # for tests: each broker's topics, first-seen order
+        # Per broker, its replicas and leaders per topic: the state's dicts keyed by topic and
+        # broker together hold millions of entries, and a lookup in one that size misses the
+        # CPU caches; a move's two brokers' own dicts stay in them.
+        self.count_on = _per_broker(counts, nb)
+        self.lead_on = _per_broker(st.topic_leaders, nb)
         self._order: dict[int, list[int]] = {}
         self._age: dict[int, int] = {}
+
+    def on(self, t: int, b: int) -> _BySize:
+        """b's movable replicas of topic t, by size."""
+        key = t * self.st.nb + b
+        got = self._on.get(key)
+        if got is None:
+            got = self._sorted.slice(self._where[key])
+            replicas = self.st.replicas
+            # Those that left b since the index was built (a replica moves once in this goal).
+            got = _BySize([(x, p) for x, p in got.items if b in replicas[p]])
+            self._on[key] = got
+        return got
 
     def fullest(self, b: int) -> list[int]:
         if self._age.get(b, _REORDER) >= _REORDER:
@@ -303,6 +433,13 @@ class _TopicIndex:
     def moved(self, p: int, src: int, dst: int) -> None:
         """p's replica moved from src to dst: both brokers' topic counts follow topic_count."""
         t = self.st.topic[p]
+        on_src, on_dst = self.count_on[src], self.count_on[dst]
+        on_src[t] -= 1
+        on_dst[t] = on_dst.get(t, 0) + 1
+        if self.st.replicas[p][0] == dst:  # the leadership went along
+            on_src, on_dst = self.lead_on[src], self.lead_on[dst]
+            on_src[t] -= 1
+            on_dst[t] = on_dst.get(t, 0) + 1
         for b, d in ((src, -1), (dst, 1)):
             slot = self._slot.get(b)
             if slot is not None:
@@ -311,12 +448,22 @@ class _TopicIndex:
                     self._counts[b][i] += d
 
     def forget(self, b: int, p: int) -> None:
-        lst = self.on.get(self.st.topic[p] * self.st.nb + b)
+        lst = self._on.get(self.st.topic[p] * self.st.nb + b)
         if lst:
-            i = bisect_left(lst, (self.st.size[p], p))
-            if i < len(lst) and lst[i][1] == p:
-                del lst[i]
+            lst.remove(self.st.size[p], p)
         self._age[b] = self._age.get(b, 0) + 1
+
+
+def _per_broker(counts: Mapping[int, int], nb: int) -> list[dict[int, int]]:
+    """A dict keyed by topic * nb + broker, as one dict per broker keyed by topic."""
+    keys = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
+    values = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
+    order = np.argsort(keys % nb, kind="stable")
+    brokers = (keys % nb)[order]
+    topics, values = (keys // nb)[order].tolist(), values[order].tolist()
+    bounds = np.searchsorted(brokers, np.arange(nb + 1)).tolist()
+    return [dict(zip(topics[i:j], values[i:j], strict=True))
+            for i, j in zip(bounds, bounds[1:], strict=False)]
 
 
 class _Means(NamedTuple):

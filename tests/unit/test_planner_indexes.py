@@ -74,12 +74,12 @@ def test_worst_count_picks_the_same_broker_as_a_scan() -> None:
 
 
 def test_topic_index_fullest_order_matches_a_recomputation_after_random_moves() -> None:
-    from kafka_ops.planner.replica_count import _REORDER, _TOPIC_SCAN, _TopicIndex
+    from kafka_ops.planner.replica_count import _REORDER, _TOPIC_SCAN, _BySize, _TopicIndex
 
     st = WorkingState(generate_cluster("small", seed=4))
     run = Run(st, PlannerOptions())
     on = run.movable_replicas()
-    cands = {b: sorted((st.size[p], p) for p in on[b]) for b in range(st.nb)}
+    cands = {b: _BySize(sorted((st.size[p], p) for p in on[b])) for b in range(st.nb)}
     index = _TopicIndex(st, cands)
     dropped: dict[int, set[int]] = {b: set() for b in range(st.nb)}  # dropped for good, as fullest()
     rng = random.Random(9)
