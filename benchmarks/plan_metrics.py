@@ -85,9 +85,11 @@ def moves(cluster: ClusterModel, new: Mapping[TopicPartition, Sequence[int]]) ->
     """Replica moves and bytes of the plan, and their lower bounds.
 
     Count bound: replicas on dead brokers plus the larger of the surplus above ceil(mean) and
-    the deficit below floor(mean) over live brokers. Disk bound: the bytes dead brokers hold
-    plus the bytes live brokers hold above 1.03 x mean (what the disk target forces out). The
-    bytes bound of the count bound takes each surplus broker's smallest replicas.
+    the deficit below floor(mean) over live brokers. Disk bound: what bringing every live broker
+    within 3% of the mean disk forces to move, the larger of the bytes that must leave (dead
+    brokers' and those above 1.03 x mean) and the bytes that must arrive (those missing below
+    0.97 x mean: a new empty broker needs its share, whichever broker gives it). The bytes bound
+    of the count bound takes each surplus broker's smallest replicas.
     """
     live = [b for b, broker in cluster.brokers.items() if broker.alive]
     n_moves = sum(len(set(r) - set(cluster.partitions[tp].replicas)) for tp, r in new.items())
@@ -111,7 +113,8 @@ def moves(cluster: ClusterModel, new: Mapping[TopicPartition, Sequence[int]]) ->
     count_bytes = dead_bytes + sum(sum(sorted(sizes[b])[:k]) for b, k in surplus.items() if k)
     disk = {b: sum(s) for b, s in sizes.items()}
     mean_disk = (sum(disk.values()) + dead_bytes) / len(live)
-    disk_bound = dead_bytes + sum(max(0.0, d - 1.03 * mean_disk) for d in disk.values())
+    disk_bound = max(dead_bytes + sum(max(0.0, d - 1.03 * mean_disk) for d in disk.values()),
+                     sum(max(0.0, 0.97 * mean_disk - d) for d in disk.values()))
     return {
         "moves": n_moves,
         "moves_bound": count_bound,

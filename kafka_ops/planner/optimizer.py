@@ -8,8 +8,10 @@ the final assignment.
 
 from __future__ import annotations
 
+import gc
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from kafka_ops.errors import ValidationError
@@ -107,6 +109,19 @@ def _exact_repair(run: Run, fixing: list[HardGoal], greedy: ValidationError) -> 
     raise greedy from None
 
 
+@contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """Python's young-generation collection every 700 net allocations, relaxed while planning:
+    the goals allocate and drop millions of small tuples and lists (candidate keys, heaps), and
+    on 1.3 million replicas the collector's passes over them took 1.8 CPU s."""
+    old = gc.get_threshold()
+    gc.set_threshold(max(old[0], 100_000), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
 def optimize(
     state: WorkingState,
     options: PlannerOptions,
@@ -128,6 +143,15 @@ def optimize(
     makes them worse but is not blamed for what it was not asked to fix. ``leadership_only``
     forbids replica moves altogether (demotion).
     """
+    with _fewer_collections():
+        return _optimize(state, options, mode, movable, destinations, prepare, soft, fix,
+                         leadership_only)
+
+
+def _optimize(state: WorkingState, options: PlannerOptions, mode: str,
+              movable: Callable[[int], bool] | None, destinations: Iterable[int] | None,
+              prepare: Callable[[Run], None] | None, soft: bool, fix: tuple[str, ...] | None,
+              leadership_only: bool) -> PlanResult:
     goals: list[SoftGoal] = soft_goals(options.goals) if soft else []
     started = time.perf_counter()
     run = Run(state, options, movable, destinations, leadership_only)

@@ -27,9 +27,9 @@ _REORDER = 32  # moves off a broker before its fullest-topics order is recompute
 _GAIN = 10  # topic evening-out beyond this many replicas counts the same
 _FAR = 2.0  # a replica this many "near" widths from the ideal size ...
 _FAR_COST = 3  # ... counts as evening its topic out by this many replicas less (disk first)
-_SEARCHES = 20_000  # searches a pass aims at: a pass of more moves batches them ...
+_SEARCHES = 10_000  # searches a pass aims at: a pass of more moves batches them ...
 _BATCH = 16  # ... up to this many replicas per search of one giver and one taker ...
-_SPAN = 4  # ... one per this many replicas both are from the limit
+_SPAN = 2  # ... one per this many replicas both are from the limit
 
 
 class _BySize:
@@ -215,7 +215,9 @@ class ReplicaCountGoal(BalanceGoal):
                 topics: _TopicIndex, limit: float, cap: int, exhaustive: bool = False,
                 vet: bool = False) -> _Choice | None:
         """The best replicas to move from s to d: the best one, and while both brokers are far
-        from ``limit`` a few more of other topics (one search, several moves).
+        from ``limit`` a few more, each as good as the first once those picked before it are
+        gone (one search, several moves; late in a large pass a giver's topics that still even
+        out are few, and most searches found no second one of another topic).
 
         Looks at the sizes nearest the ideal one among the topics s holds most of compared with
         d, then at the sizes nearest the ideal one overall; ``exhaustive`` looks at every replica.
@@ -322,23 +324,43 @@ class ReplicaCountGoal(BalanceGoal):
         scored.sort()
         picks: list[int] = []
         first: tuple[int, float, float, float, int] | None = None
-        taken: set[int] = set()
+        taken: dict[int, tuple[int, int]] = {}  # per topic, the replicas and leaders picked
+
+        def rescored(p: int, t: int, err: float) -> tuple[int, float]:
+            """p's gain and crowding once the picks of its topic have left s for d."""
+            k, kl = taken[t]
+            on_s, on_d = on_s_of[t] - k, on_d_of.get(t, 0) + k
+            gain = min(_GAIN, max(-_GAIN, on_d + 1 - on_s)) + (_FAR_COST if err > far else 0)
+            m = means[t]
+            crowding = abs(on_s - 1 - m) - abs(on_s - m) + abs(on_d + 1 - m) - abs(on_d - m)
+            if replicas[p][0] == s:
+                lm = lead_mean[t]
+                ls, ld = lead_s_of.get(t, 0) - kl, lead_d_of.get(t, 0) + kl
+                crowding += abs(ls - 1 - lm) - abs(ls - lm) + abs(ld + 1 - lm) - abs(ld - lm)
+            return gain, crowding
+
         for key, p in scored:
+            t = topic[p]
             if first is None:
-                if can_move(p, s, d):
-                    first = key
-                    picks.append(p)
-                    taken.add(topic[p])
-                    if batch == 1:
-                        break
-            elif key[0] <= max(0, first[0]) and key[1] <= max(0.0, first[1]) + 1e-9 and (
-                    topic[p] not in taken):  # (1e-9: the crowding sums carry rounding noise)
-                # More of other topics, each at least as good as the first or keeping its topic
-                # even, leaders included (each is vetted when it moves).
-                picks.append(p)
-                taken.add(topic[p])
-                if len(picks) == batch:
-                    break
+                if not can_move(p, s, d):
+                    continue
+                first = key
+            else:
+                # More replicas, each at least as good as the first or keeping its topic even,
+                # leaders included, counting those of its topic already picked (each is vetted
+                # when it moves). (1e-9: the crowding sums carry rounding noise.)
+                gain, crowding = key[0], key[1]
+                if t in taken:
+                    if p in picks:
+                        continue  # scored twice (a topic's chunk and the nearest sizes)
+                    gain, crowding = rescored(p, t, key[2])
+                if gain > max(0, first[0]) or crowding > max(0.0, first[1]) + 1e-9:
+                    continue
+            picks.append(p)
+            k, kl = taken.get(t, (0, 0))
+            taken[t] = (k + 1, kl + (replicas[p][0] == s))
+            if len(picks) == batch:
+                break
         if first is None:
             if vet or exhaustive:
                 return None
@@ -351,7 +373,7 @@ class _Choice(NamedTuple):
 
     gain: float  # the first replica's topic gain (negative: its topic evens out)
     dst: int
-    partitions: list[int]  # the best first, then others of other topics
+    partitions: list[int]  # the best first, then the others picked with it
 
 
 class _TopicIndex:

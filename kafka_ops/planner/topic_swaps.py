@@ -53,8 +53,10 @@ def plan_bounds(run: Run) -> tuple[int, int]:
 
     Moves: the replicas on brokers that must be emptied plus, per group, the larger of the
     replicas above the ceiling of the mean and those missing below its floor. Bytes: the larger
-    of those moves made with each crowded broker's smallest replicas and the bytes above 1.03 x
-    the mean disk (what the disk goal must move); benchmarks/plan_metrics.py scores the same.
+    of those moves made with each crowded broker's smallest replicas and what bringing every
+    broker within 3% of the mean disk forces to move (the bytes above 1.03 x the mean must
+    leave, those missing below 0.97 x must arrive: new empty brokers weigh on the second);
+    benchmarks/plan_metrics.py scores the same.
     """
     st = run.state
     moves = nbytes = 0
@@ -104,7 +106,8 @@ def plan_bounds(run: Run) -> tuple[int, int]:
         rank = np.arange(len(b_sorted)) - first[b_sorted]
         count_bytes = dead_bytes + int(sz_sorted[rank < surplus[b_sorted]].sum())
         mean_disk = (sum(disks) + dead_bytes) / len(live)
-        disk_bytes = dead_bytes + sum(max(0.0, x - 1.03 * mean_disk) for x in disks)
+        disk_bytes = max(dead_bytes + sum(max(0.0, x - 1.03 * mean_disk) for x in disks),
+                         sum(max(0.0, 0.97 * mean_disk - x) for x in disks))
         nbytes += int(max(count_bytes, disk_bytes))
     return moves, nbytes
 

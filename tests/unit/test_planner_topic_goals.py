@@ -202,3 +202,14 @@ def test_the_free_swap_pass_stops_at_its_search_budget(monkeypatch: pytest.Monke
     after = cluster.with_assignment(result.plan.replicas)
     assert sum(spreads(after, False).values()) <= sum(spreads(cluster, False).values())
     assert count_spread(after, leaders=False) <= 1 and count_spread(after, leaders=True) <= 1
+
+
+def test_plan_bounds_count_the_bytes_a_new_empty_broker_must_receive() -> None:
+    # Brokers 0 and 1 hold 10 GiB each in 1 GiB replicas, broker 2 none. Counts: 3 replicas
+    # above ceil(20/3) on each, 6 GiB. Disk: 2 x (10 - 1.03 x 20/3) = 6.27 GiB must leave the
+    # full brokers, but 0.97 x 20/3 = 6.47 GiB must arrive on the empty one: the bound.
+    c = ClusterModel([Broker(0), Broker(1), Broker(2)],
+                     [part(f"t{i}", 0, (i % 2,)) for i in range(20)])
+    moves, nbytes = topic_swaps.plan_bounds(Run(WorkingState(c), PlannerOptions()))
+    assert moves == 6
+    assert nbytes == int(0.97 * 20 / 3 * GiB)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from kafka_ops.model import Broker, ClusterModel, Partition
-from kafka_ops.planner import PlannerOptions, plan_rebalance
+from kafka_ops.planner import PlannerOptions, plan_rebalance, replica_count
 
 GiB = 1024**3
 
@@ -39,3 +43,26 @@ def test_a_leader_replica_moves_where_its_leadership_evens_out_its_topics_leader
         leaders = [sum(1 for p in after.topic(topic) if p.replicas[0] == b) for b in range(3)]
         assert max(leaders) - min(leaders) <= 1, (topic, leaders)
 
+
+
+def test_a_batched_search_takes_several_replicas_of_one_topic_while_it_evens_out(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Broker 0 holds all 48 replicas of one topic, brokers 1 and 2 none: 32 must move. With
+    # batching forced on (one search per pass aimed at), a search may take several replicas
+    # of the one topic (each scored with those picked before it gone), but never past even.
+    monkeypatch.setattr(replica_count, "_SEARCHES", 1)
+    searches = 0
+    choose = replica_count.ReplicaCountGoal._choose
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal searches
+        searches += 1
+        return choose(*args, **kwargs)
+
+    monkeypatch.setattr(replica_count.ReplicaCountGoal, "_choose", counted)
+    c = ClusterModel([Broker(0), Broker(1), Broker(2)], [part("a", i, (0,)) for i in range(48)])
+    result = plan_rebalance(c, options=PlannerOptions(goals=("replica_count",)))
+    after = c.with_assignment(result.plan.replicas)
+    assert result.summary.replica_moves == 32
+    assert [len(after.partitions_on(b)) for b in range(3)] == [16, 16, 16]
+    assert searches <= 12  # 10; one replica per search (topic-distinct batches) took 32
