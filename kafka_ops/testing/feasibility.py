@@ -151,6 +151,41 @@ def feasibility(cluster: ClusterModel, pools: PoolSet | None = None,
     return Verdict(None, "disk capacity decides (bin packing)")
 
 
+def counts_can_be_even(cluster: ClusterModel) -> bool:
+    """Whether an assignment meeting the rack rule exists with every live broker's replica
+    count within one of every other's (floor or ceiling of the mean); no pools, no limits.
+
+    The flow above with lower bounds on the broker -> sink edges (at least the floor of the
+    mean each) and on the partition edges (all RF placed), decided the textbook way: each
+    lower bound l on an edge u -> v becomes a demand (a new source S feeds v by l, u drains to
+    a new sink T by l), the old sink returns flow to the old source, and a feasible flow exists
+    iff the maximum S -> T flow meets every demand.
+    """
+    live = [b for b, broker in cluster.brokers.items() if broker.alive]
+    parts = list(cluster)
+    total = sum(len(p.replicas) for p in parts)
+    lo, hi = total // len(live), -(-total // len(live))
+    graph = _Flow()
+    graph.add("t", "s", total)
+    demand = 0
+    for i, p in enumerate(parts):
+        rf = len(p.replicas)
+        limit = rack_limit(cluster, live, rf)
+        graph.add("S", ("p", i), rf)  # the partition edge s -> p, lower bound = capacity = rf
+        graph.add("s", "T", rf)
+        demand += rf
+        for rack in {rack_key(cluster, b) for b in live}:
+            graph.add(("p", i), ("r", i, rack), limit)
+        for b in live:
+            graph.add(("r", i, rack_key(cluster, b)), ("b", b), 1)
+    for b in live:
+        graph.add(("b", b), "t", hi - lo)
+        graph.add("S", "t", lo)
+        graph.add(("b", b), "T", lo)
+        demand += lo
+    return graph.max_flow("S", "T") == demand
+
+
 def _flow_places_all(cluster: ClusterModel, pools: PoolSet | None, parts: list[Partition],
                      room: Mapping[int, int],
                      fits: Callable[[Partition, int], bool] | None = None) -> bool:
