@@ -393,13 +393,15 @@ class RackAwarenessGoal(HardGoal):
         """Move one replica of p out of a crowded rack into a rack with room for it.
 
         Only racks below the limit take it (a same-rack move would leave the rack crowded).
-        Followers move first, so leadership stays where it is; a replica an earlier hard goal
-        already moved may be sent on again (the plan still moves it once).
+        The replica on the fullest broker moves, so that the repair is also one of the moves
+        the replica counts need (leader or not: the leadership goals move leaderships for free;
+        followers first only among equals); a replica an earlier hard goal already moved may
+        be sent on again (the plan still moves it once).
         """
         st = run.state
         crowded = [b for b in st.replicas[p] if per_rack[st.rack[b]] > limit]
-        srcs = sorted(crowded, key=lambda b: (not st.movable(p, b), st.replicas[p].index(b) == 0,
-                                              -st.count[b]))
+        srcs = sorted(crowded, key=lambda b: (not st.movable(p, b), -st.count[b],
+                                              st.replicas[p].index(b) == 0))
         group = st.groups[st.group_of(p)]
         rack_of, count, disk = st.rack, st.count, st.disk
         for src in srcs:
