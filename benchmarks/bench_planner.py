@@ -4,7 +4,7 @@ Every quality number comes from benchmarks/plan_metrics.py (the same script scor
 recomputed from the replica lists after the plan, not taken from the planner's own summary.
 Each preset runs in a fresh process so the peak memory is that preset's alone.
 
-    .venv/bin/python benchmarks/bench_planner.py [PRESET ...] [--seed N] [--json OUT]
+    .venv/bin/python benchmarks/bench_planner.py [PRESET ...] [--seed N | --seeds A-B] [--json OUT]
 
 Default presets: medium, crowded-medium, large, xl, crowded-xl, xxl (270 brokers, ~1.3M
 replicas, hand-crowded racks). Targets (issue 9): 200 brokers / 270k replicas <= 20 s for every
@@ -12,6 +12,8 @@ start shape, 1.3M replicas <= 60 s; replicas and leaders max-min <= 1; 0 rack vi
 max/mean <= 1.03; network in/out <= 1.05 and leader bytes-in <= 1.10 where loads allow; topic
 spread within 2x its floor and never worse than the start; moves <= 1.10 x the count bound.
 Timings on a shared, loaded machine are upper bounds: CPU time is printed beside wall time.
+``--seeds 0-7`` sweeps seeds instead: one line per preset and seed with the targets it misses
+(plan_metrics.targets_missed; loads whose rack floor is above the target are not counted).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from plan_metrics import moves, score  # noqa: E402
+from plan_metrics import moves, score, targets_missed  # noqa: E402
 
 from kafka_ops.generator import generate_cluster  # noqa: E402
 from kafka_ops.planner import PlannerOptions, plan_rebalance  # noqa: E402
@@ -62,6 +64,7 @@ def run_preset(preset: str, seed: int) -> dict[str, Any]:
         "leader_changes": s.leader_changes,
         "goal_seconds": s.goal_seconds,
         "status": {g.name: g.status for g in s.goals},
+        "seed": seed,
     }
 
 
@@ -94,6 +97,11 @@ def print_table(results: list[dict[str, Any]]) -> None:
         print(_row(label, [f"{fmt.format(r['before'][key])} -> {fmt.format(r['after'][key])}"
                            for r in results]))
     print(_row("topic spread floor", [str(r["after"]["topic_spread_floor"]) for r in results]))
+    print(_row("topic spread floor with racks",
+               [str(r["after"]["topic_spread_floor_racks"]) for r in results]))
+    print(_row("disk / network in floor (racks)",
+               [f"{r['after']['disk_floor']:.3f} / {r['after']['net_in_floor']:.3f}"
+                for r in results]))
     print(_row("replica moves / count bound",
                [f"{r['cost']['moves']} / {r['cost']['moves_bound']}" for r in results]))
     print(_row("moves / bound", [f"{r['cost']['moves'] / max(1, r['cost']['moves_bound']):.3f}"
@@ -109,21 +117,44 @@ def print_table(results: list[dict[str, Any]]) -> None:
         bad = {g: st for g, st in r["status"].items() if st != "satisfied"}
         print(f"{r['preset']}: goals not satisfied: "
               f"{', '.join(f'{g} ({st})' for g, st in bad.items()) or 'none'}")
+        print(f"{r['preset']}: targets missed: "
+              f"{'; '.join(targets_missed(r['after'], r['cost'])) or 'none'}")
+
+
+def print_sweep(results: list[dict[str, Any]]) -> None:
+    """One line per (preset, seed): the key numbers and the targets missed."""
+    for r in results:
+        a, c = r["after"], r["cost"]
+        print(f"{r['preset']:<15} seed {r['seed']:<3} CPU {r['cpu_s']:6.1f} s  moves/bound "
+              f"{c['moves'] / max(1, c['moves_bound']):.3f}  bytes/bound "
+              f"{c['bytes'] / max(1, c['bytes_bound']):.3f}  spread/floor(racks) "
+              f"{a['topic_spread_sum'] / max(1, a['topic_spread_floor_racks']):.2f}  disk "
+              f"{a['disk_max_mean']:.3f}  missed: "
+              f"{'; '.join(targets_missed(a, c)) or 'none'}", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("presets", nargs="*", default=PRESETS)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", metavar="A-B",
+                        help="a sweep over seeds A..B: one line per preset and seed, no table")
     parser.add_argument("--json", metavar="OUT", help="also write the results as JSON")
     args = parser.parse_args()
     ctx = multiprocessing.get_context("spawn")
     results = []
+    first, _, last = (args.seeds or str(args.seed)).partition("-")
+    seeds = range(int(first), int(last or first) + 1)
     for preset in args.presets:
-        with ctx.Pool(1) as pool:
-            results.append(pool.apply(run_preset, (preset, args.seed)))
-        print(f"{preset}: planned in {results[-1]['wall_s']:.1f} s", file=sys.stderr)
-    print_table(results)
+        for seed in seeds:
+            with ctx.Pool(1) as pool:
+                results.append(pool.apply(run_preset, (preset, seed)))
+            if args.seeds:
+                print_sweep(results[-1:])
+            else:
+                print(f"{preset}: planned in {results[-1]['wall_s']:.1f} s", file=sys.stderr)
+    if not args.seeds:
+        print_table(results)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
 

@@ -1,0 +1,40 @@
+"""The benchmark's scoring script (benchmarks/plan_metrics.py): the floors it holds plans to."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+from kafka_ops.model import Broker, ClusterModel, Partition
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+plan_metrics = importlib.import_module("plan_metrics")
+
+GiB = 1024**3
+
+
+def test_a_rack_of_one_broker_raises_the_topic_floor_and_the_disk_floor() -> None:
+    # Racks a and b of 2 brokers, c of 1: every RF-3 partition keeps a replica on broker 4, so
+    # it holds all 4 of topic t (the others 2 each) and 4 GiB where the mean is 2.4 GiB.
+    brokers = [Broker(i, rack=r) for i, r in enumerate("aabbc")]
+    cluster = ClusterModel(brokers, [Partition("t", i, (i % 2, 2 + i % 2, 4), leader=i % 2,
+                                               size_bytes=GiB) for i in range(4)])
+    score = plan_metrics.score(cluster)
+    assert score["topic_spread_floor"] == 1  # 12 replicas do not divide over 5 brokers
+    assert score["topic_spread_floor_racks"] == 2  # 4 on broker 4, 2 on the others at best
+    assert score["topic_spread_sum"] == 2
+    assert abs(score["disk_floor"] - 4 / 2.4) < 1e-9
+    cost = plan_metrics.moves(cluster, {})
+    missed = plan_metrics.targets_missed(score, cost)
+    assert "disk 1.667 (the loads allow no better than 1.667)" in missed
+    assert not any(m.startswith("topic spread") for m in missed)  # 2 = 1 x its floor
+
+
+def test_without_racks_the_floors_are_the_plain_ones() -> None:
+    cluster = ClusterModel([Broker(i) for i in range(3)],
+                           [Partition("t", i, (i % 3, (i + 1) % 3), leader=i % 3, size_bytes=GiB)
+                            for i in range(4)])
+    score = plan_metrics.score(cluster)
+    assert score["topic_spread_floor_racks"] == score["topic_spread_floor"] == 1
+    assert score["disk_floor"] == 1.0  # no replica heavier than the mean, nothing forced
