@@ -27,9 +27,12 @@ from kafka_ops.planner.hard import rack_limit
 from kafka_ops.planner.state import Grouped
 
 # The budget for swaps that cost moves: the plan may grow to these multiples of its lower
-# bounds (issue 9 allows 1.10; the margin absorbs the earlier goals' rounding).
-_MOVES_CAP = 1.095
-_BYTES_CAP = 1.095
+# bounds (issue 9 allows 1.10; plan_bounds counts as benchmarks/plan_metrics.py does, and the
+# rounding down of the cap keeps the plan under it). 1.095 left the per-topic spread of 4 of 16
+# clusters (seeds 0-7 of medium and crowded-medium) 1-3% above twice its floor; 1.099, 1 (mean
+# spread / 2x floor 0.996 -> 0.965).
+_MOVES_CAP = 1.099
+_BYTES_CAP = 1.099
 _TAKERS = 6  # brokers tried per surplus replica
 _FREE_TAKERS = 3  # ... for a free swap (most brokers have none to offer)
 _CAME = 48  # replicas an earlier goal moved onto b that are weighed as b's half of a free swap
