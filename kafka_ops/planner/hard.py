@@ -86,12 +86,11 @@ def fill_order(run: Run, p: int) -> Callable[[int], tuple[int, int, int, int, in
     """Sort key of the brokers a replica of p that must move may go to, best first.
 
     The least loaded; but among the brokers below the mean count (those the replica count goal
-    would fill anyway), the one holding the fewest of p's topic. Draining dead brokers is most
-    of some plans' moves, and the topic goal only has what is left of the move budget after
-    them: on the crowded-medium preset (seed 1) this cut the per-topic spread from 1,943 to
-    1,804 (the floor's double: 1,786). Rack repair keeps the plain least-loaded order: there
-    the topic order measured no better over 8 seeds (most of its moves leave brokers the
-    replica count goal must refill anyway).
+    would fill anyway), the one holding the fewest of p's topic. Draining dead brokers (or
+    brokers leaving a pool) is most of some plans' moves, and the topic goal only has what is
+    left of the move budget after them: on the crowded-medium preset (seed 1) this cut the
+    per-topic spread from 1,943 to 1,804 (the floor's double: 1,786). Rack repair keeps the
+    plain least-loaded order: there the topic order measured no better over 8 seeds.
     """
     st = run.state
     g = st.group_of(p)

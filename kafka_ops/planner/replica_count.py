@@ -260,18 +260,16 @@ class ReplicaCountGoal(BalanceGoal):
         ``_RELAYS`` pairs (crowded-medium seed 5 spent 3 of its 21 CPU s here without a bound).
         """
         st = run.state
-        came: dict[int, list[int]] = {}
+        on: list[list[int]] = []  # per broker, its movable partitions (one numpy pass)
 
         def one(src: int, dst: int) -> int | None:
             c = self._choose(run, cands[src], src, dst, mean, topics, limit, 1,
                              exhaustive=True, vet=True)
             if c is not None:
                 return c.partitions[0]
-            if src not in came:
-                came[src] = [p for p, reps in enumerate(st.replicas)
-                             if src in reps and run.partition_movable[p]]
-            return next((p for p in came[src] if run.can_move(p, src, dst, retarget=True)),
-                        None)
+            if not on:
+                on.extend(run.replicas_on())
+            return next((p for p in on[src] if run.can_move(p, src, dst, retarget=True)), None)
 
         takers = sorted(b for heap in dsts.values() for _, b in heap)
         found: tuple[int, int, int | None, int] | None = None
