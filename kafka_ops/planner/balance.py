@@ -30,6 +30,10 @@ from kafka_ops.planner.trades import (
 _SCAN = 24  # candidates examined around the ideal size before settling for the best seen
 _VECTOR_MIN = 20_000  # partitions from which the leader count goal's taking side scans with numpy
 _VECTOR_SCAN = 64  # ... a broker following at least this many partitions
+_GOOD = 0.5  # a trade closing this share of its pair's gap ends the search for partners ...
+_PARTNERS = 4  # ... else this many more partners with a trade are weighed
+_LOOKS = 16  # partners with a trade weighed at most, when none moves enough
+_LEAST = 0.001  # a trade evening out a broker that cannot get within bounds moves this x mean
 _CHUNK = 512  # partitions weighed by the first step of that scan (each next step: twice as many)
 
 
@@ -198,17 +202,20 @@ class BalanceGoal:
                 pairs = [(w, d) for d in sorted(brokers, key=lambda b: (load[b], b)) if load[d] < hi]
             else:
                 pairs = [(s, w) for s in sorted(brokers, key=lambda b: (-load[b], b)) if load[s] > lo]
-            action: tuple[Move, ...] | None = None
-            for src, dst in pairs:
-                delta = (min(load[src] - mean, hi - load[dst]) if above
-                         else min(mean - load[dst], load[src] - lo))
-                if delta <= 0:
-                    continue
-                action = self._best_move(run, cands_of(src), src, dst, delta, load[src] - load[dst])
-                if action is None:
-                    action = self._best_swap(run, reps, src, dst, delta, load[src] - load[dst])
-                if action is not None:
-                    break
+            action = self._trade(run, reps, cands_of, [
+                (src, dst, min(load[src] - mean, hi - load[dst]) if above
+                 else min(mean - load[dst], load[src] - lo)) for src, dst in pairs], 0.0)
+            if action is None and above:
+                # No broker with room takes enough: w's rack may force more load on its brokers
+                # than the bounds allow (a smaller rack holding a replica of every RF-3
+                # partition). Even w out with lighter brokers instead, out of bounds or not:
+                # every such trade narrows the gap of two brokers, so the highest load falls.
+                # Brokers of w's rack first: they may take any of its replicas.
+                rack = st.rack
+                action = self._trade(run, reps, cands_of, [
+                    (w, d, (load[w] - load[d]) / 2)
+                    for d in sorted(brokers, key=lambda b: (rack[b] != rack[w], load[b], b))
+                    if load[d] < load[w]], _LEAST * mean)
             if action is None:
                 stuck.add(w)
                 continue
@@ -224,6 +231,39 @@ class BalanceGoal:
                 if i < len(lst) and lst[i] == item:
                     del lst[i]
             reps.moved(action)
+
+    def _trade(self, run: Run, reps: BrokerReplicas,
+               cands_of: Callable[[int], list[tuple[float, int]]],
+               pairs: Sequence[tuple[int, int, float]], least: float) -> tuple[Move, ...] | None:
+        """A trade moving about delta from src to dst, for the first (src, dst, delta) whose
+        trade closes a good share of its delta, else the one closing the most among a few more
+        pairs (a partner across racks may offer only small replicas: the rest of its replicas'
+        partitions have a replica in the other broker's rack); None if none moves ``least``."""
+        st = run.state
+        load = st.load(self.resource)
+        action: tuple[Move, ...] | None = None
+        best_gain, tried = least, 0
+        for src, dst, delta in pairs:
+            if delta <= 0:
+                continue
+            gap = load[src] - load[dst]
+            found = (self._best_move(run, cands_of(src), src, dst, delta, gap)
+                     or self._best_swap(run, reps, src, dst, delta, gap))
+            if found is None:
+                continue
+            tried += 1
+            gain = min(delta, self._moved_load(st, found, src))  # in (0, gap): narrows the pair
+            if gain > best_gain:
+                action, best_gain = found, gain
+            if best_gain >= _GOOD * delta or (action is not None and tried > _PARTNERS):
+                break
+            if tried > _LOOKS:
+                break  # every trade found moves less than ``least``
+        return action
+
+    def _moved_load(self, st: WorkingState, action: Sequence[Move], src: int) -> float:
+        """The load a trade takes from src to the other broker."""
+        return sum(self.item_load(st, p, False) * (1 if a == src else -1) for p, a, _ in action)
 
     def _best_move(self, run: Run, lst: list[tuple[float, int]], src: int, dst: int,
                    delta: float, gap: float) -> tuple[Move] | None:
