@@ -61,10 +61,12 @@ class BrokerReplicas:
         self.single = len(st.groups) == 1
         # Each partition's leader (kept by moved()) and original replicas, for the role and
         # moved-before columns of arrays().
-        self.leader = st.replica_matrix()[:, 0].copy() if st.np else np.zeros(0, np.int64)
+        matrix = st.replica_matrix()
+        self.leader = matrix[:, 0].copy() if st.np else np.zeros(0, np.int64)
         self.original = st.original_matrix()
         self._cache: dict[int, tuple[np.ndarray, ...]] = {}
-        self.racks = _RackRoom(run) if any(v.name == "rack_awareness" for v in run.vetoes) else None
+        self.racks = (_RackRoom(run, matrix) if any(v.name == "rack_awareness" for v in run.vetoes)
+                      else None)
 
     def moved(self, moves: Sequence[Move]) -> None:
         """Keep the index in step with moves just made."""
@@ -106,14 +108,15 @@ class _RackRoom:
     the rule refuses (crowded-medium seed 5 ended disk at 1.085 x mean; filtered first, 1.04).
     """
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: Run, matrix: np.ndarray) -> None:
+        """``matrix``: st.replica_matrix() now."""
         st = run.state
         self.st = st
         self.rack = np.array(st.rack + [-1], dtype=np.int64)  # index -1 (padding): no rack
-        self.of = self.rack[st.replica_matrix()]
+        self.of = self.rack[matrix]
         # Each partition's limit, one rack_limit() call per (group, RF) that occurs.
         group = np.array(st.group_of_topic, dtype=np.int64)[np.array(st.topic, dtype=np.int64)]
-        rf = np.fromiter(map(len, st.replicas), dtype=np.int64, count=st.np)
+        rf = (matrix >= 0).sum(axis=1)
         _, first, inverse = np.unique(group * 65536 + rf, return_index=True, return_inverse=True)
         per_key = np.array([rack_limit(run, int(p)) for p in first], dtype=np.int64)
         self.limit = per_key[inverse.reshape(-1)]
