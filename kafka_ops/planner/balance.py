@@ -238,7 +238,8 @@ class BalanceGoal:
         """A trade moving about delta from src to dst, for the first (src, dst, delta) whose
         trade closes a good share of its delta, else the one closing the most among a few more
         pairs (a partner across racks may offer only small replicas: the rest of its replicas'
-        partitions have a replica in the other broker's rack); None if none moves ``least``."""
+        partitions have a replica in the other broker's rack); with ``least``, None unless one
+        closes more than that."""
         st = run.state
         load = st.load(self.resource)
         action: tuple[Move, ...] | None = None
@@ -252,9 +253,14 @@ class BalanceGoal:
             if found is None:
                 continue
             tried += 1
-            gain = min(delta, self._moved_load(st, found, src))  # in (0, gap): narrows the pair
-            if gain > best_gain:
-                action, best_gain = found, gain
+            # How much of delta it closes, overshoot counted against it. A trade evening out
+            # (least > 0, delta half the gap) thus lowers the higher of the pair by ``least`` at
+            # least: the loop makes progress. Otherwise any trade beats none (each narrows the
+            # pair: what it moves lies in (0, gap)).
+            moved = self._moved_load(st, found, src)
+            gain = min(moved, 2 * delta - moved)
+            if gain > best_gain or (action is None and not least):
+                action, best_gain = found, max(best_gain, gain)
             if best_gain >= _GOOD * delta or (action is not None and tried > _PARTNERS):
                 break
             if tried > _LOOKS:

@@ -105,7 +105,7 @@ class _RackRoom:
     Where racks hold one replica of most partitions (RF-3 partitions on three racks), most
     cross-rack swaps break the rule, so the swap search keeps only the replicas that may cross
     before it looks for the nearest loads: filtering afterwards left it a window of candidates
-    the rule refuses (crowded-medium seed 5 ended disk at 1.085 x mean; filtered first, 1.04).
+    the rule refuses (crowded-medium seed 5 ended disk at 1.085 x mean; 1.053 filtered first).
     """
 
     def __init__(self, run: Run, matrix: np.ndarray) -> None:
