@@ -136,9 +136,9 @@ def test_crowded_racks_disk_ends_near_what_the_racks_allow() -> None:
     """Grown clusters with a hand-crowded rack left one broker short by a dead broker: the rack
     of fewer brokers holds a replica of every RF-3 partition, so its brokers carry more disk (and
     more replicas: on 11 brokers the counts cannot end one apart) and only replicas of
-    partitions absent from the other rack may cross. Scored against the rack
-    floor of the benchmark's metric script (plan_metrics: no plan with counts one apart does
-    better). Before the swap search kept only replicas that may cross, the gap to the floor was
+    partitions absent from the other rack may cross. Scored against the rack floor of the
+    benchmark's metric script (plan_metrics: what each rack's forced replicas put on its
+    brokers; a lower bound). Before the swap search kept only replicas that may cross, the gap to the floor was
     0.12 x mean on average over these seeds, up to 0.25; now 0.015, at most 0.066."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     score = importlib.import_module("plan_metrics").score
