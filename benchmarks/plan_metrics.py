@@ -159,23 +159,30 @@ class _RackFloors:
 
     def load_floor(self, load: str) -> float:
         """Max/mean of disk or network in that no plan with replica counts one apart can beat:
-        per rack, what it must hold (its forced replicas, then the lightest replicas that bring
-        each of its brokers to the floor of the mean count) over its brokers; and the heaviest
-        replica."""
+        per rack, what it must hold (its forced replicas, then the lightest replicas that may
+        still enter it and bring each of its brokers to the floor of the mean count) over its
+        brokers; and the heaviest replica."""
         weight = [p.size_bytes if load == "disk" else p.bytes_in_per_sec for p in self.parts]
         replicas = sum(len(p.replicas) for p in self.parts)
         mean = sum(w * len(p.replicas) for w, p in zip(weight, self.parts, strict=True)) / self.n
         if not mean:
             return 1.0
-        lightest = sorted(weight)
         worst = max(1.0, max(weight, default=0.0) / mean)  # the max is never below the mean
         for k, n in enumerate(self.size):
             forced = sum(w * lo[k] for w, lo in zip(weight, self.least, strict=True))
             count = sum(lo[k] for lo in self.least)
             extra = max(0, replicas // self.n * n - count)
-            per = max(hi[k] - lo[k] for hi, lo in zip(self.most, self.least, strict=True))
-            # The lightest replicas, each partition at most ``per`` times: no fill is lighter.
-            fill = sum(lightest[: -(-extra // per)]) * per if per and extra else 0.0
+            # The lightest replicas of partitions with room left in the rack, each partition as
+            # often as it has room: no fill is lighter.
+            room = sorted((w, hi[k] - lo[k]) for w, hi, lo in zip(weight, self.most, self.least, strict=True)
+                          if hi[k] > lo[k])
+            fill = 0.0
+            for w, r in room:
+                if extra <= 0:
+                    break
+                take = min(r, extra)
+                fill += w * take
+                extra -= take
             worst = max(worst, (forced + fill) / n / mean)
         return worst
 

@@ -84,6 +84,20 @@ class BalanceGoal:
                 run.bounds[key] = (mean * (1 - t), mean * (1 + t))
         return run.bounds[key]
 
+    def kept(self, run: Run, g: int) -> tuple[float, float]:
+        """The bounds, widened to the lowest and highest load of group g at this goal's end."""
+        lo, hi = self.bounds(run, g)
+        low, high = run.bounds.get((f"{self.name}:kept", g), (lo, hi))
+        return min(lo, low), max(hi, high)
+
+    def limits(self, run: Run, g: int, b: int) -> tuple[float, float]:
+        """The range later goals keep broker b's load in: the bounds, or for a broker this goal
+        left outside them (a rack whose forced replicas outweigh them) the range it kept: the
+        max / mean does not grow, and later goals are not frozen out of every broker of such
+        a rack."""
+        lo, hi = self.bounds(run, g)
+        return (lo, hi) if lo <= run.state.load(self.resource)[b] <= hi else self.kept(run, g)
+
     def _ok(self, run: Run, deltas: dict[int, float]) -> bool:
         st = run.state
         load = st.load(self.resource)
@@ -91,7 +105,7 @@ class BalanceGoal:
             g = st.broker_group[b]
             if d == 0 or g < 0 or not st.eligible[b]:
                 continue
-            lo, hi = self.bounds(run, g)
+            lo, hi = self.limits(run, g, b)
             new = load[b] + d
             if (d > 0 and new > hi) or (d < 0 and new < lo):
                 return False
@@ -161,6 +175,10 @@ class BalanceGoal:
                     self._balance_replicas(run, g)
                 if not self.integer and (warning := unreachable(self, run, g)) is not None:
                     run.warnings.append(warning)
+                lo, hi = self.bounds(run, g)
+                load = run.state.load(self.resource)
+                loads = [load[b] for b in run.group_brokers(g)]
+                run.bounds[(f"{self.name}:kept", g)] = (min(lo, *loads), max(hi, *loads))
 
     def _worst(self, run: Run, g: int, stuck: set[int]) -> tuple[int, bool] | None:
         """The broker furthest out of bounds (not given up on), and whether it is above."""
@@ -204,7 +222,7 @@ class BalanceGoal:
                 pairs = [(s, w) for s in sorted(brokers, key=lambda b: (-load[b], b)) if load[s] > lo]
             action = self._trade(run, reps, cands_of, [
                 (src, dst, min(load[src] - mean, hi - load[dst]) if above
-                 else min(mean - load[dst], load[src] - lo)) for src, dst in pairs], 0.0)
+                 else min(mean - load[dst], load[src] - lo)) for src, dst in pairs], _LEAST * mean)
             if action is None and above:
                 # No broker with room takes enough: w's rack may force more load on its brokers
                 # than the bounds allow (a smaller rack holding a replica of every RF-3

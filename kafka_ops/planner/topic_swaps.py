@@ -279,8 +279,8 @@ class TopicSpreader:
         for name in _LOADS:
             lo, hi = -math.inf, self.top[name]
             for goal in run.vetoes:
-                if getattr(goal, "resource", None) == name and hasattr(goal, "bounds"):
-                    g_lo, g_hi = goal.bounds(run, g)
+                if getattr(goal, "resource", None) == name and hasattr(goal, "kept"):
+                    g_lo, g_hi = goal.kept(run, g)
                     lo, hi = max(lo, g_lo), min(hi, g_hi)
             self.band[name] = (lo, hi)
 

@@ -40,6 +40,8 @@ class BalanceGoal(Protocol):
 
     def bounds(self, run: Run, g: int) -> tuple[float, float]: ...
 
+    def limits(self, run: Run, g: int, b: int) -> tuple[float, float]: ...
+
     def _worst(self, run: Run, g: int, stuck: set[int]) -> tuple[int, bool] | None: ...
 
 
@@ -160,9 +162,11 @@ def disk_slack(run: Run, src: int, dst: int) -> tuple[float, float] | None:
     if disk is None:
         return None
     st = run.state
-    lo, hi = disk.bounds(run, st.broker_group[src])
-    up = min(max(0.0, hi - st.disk[dst]), max(0.0, st.disk[src] - lo))
-    down = min(max(0.0, hi - st.disk[src]), max(0.0, st.disk[dst] - lo))
+    g = st.broker_group[src]
+    src_lo, src_hi = disk.limits(run, g, src)
+    dst_lo, dst_hi = disk.limits(run, g, dst)
+    up = min(max(0.0, dst_hi - st.disk[dst]), max(0.0, st.disk[src] - src_lo))
+    down = min(max(0.0, src_hi - st.disk[src]), max(0.0, st.disk[dst] - dst_lo))
     return -down, up
 
 

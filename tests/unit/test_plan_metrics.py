@@ -38,3 +38,17 @@ def test_without_racks_the_floors_are_the_plain_ones() -> None:
     score = plan_metrics.score(cluster)
     assert score["topic_spread_floor_racks"] == score["topic_spread_floor"] == 1
     assert score["disk_floor"] == 1.0  # no replica heavier than the mean, nothing forced
+
+
+def test_the_disk_floor_fills_a_small_rack_only_with_replicas_that_may_enter_it() -> None:
+    # Broker 4 (rack c, alone) holds a replica of each RF-3 partition: 20.1 GiB. The replica
+    # counts one apart give it 4 of the 21 replicas, so one more: the lightest partition is
+    # the 0.1 GiB RF-3 one, already there; the lightest that may still come is 2 GiB.
+    brokers = [Broker(i, rack=r) for i, r in enumerate("aabbc")]
+    sizes = [10 * GiB, 10 * GiB, GiB // 10]
+    parts = [Partition("big", i, (i % 2, 2 + i % 2, 4), leader=4, size_bytes=s)
+             for i, s in enumerate(sizes)]
+    parts += [Partition("small", i, (i % 4,), leader=i % 4, size_bytes=2 * GiB) for i in range(12)]
+    score = plan_metrics.score(ClusterModel(brokers, parts))
+    mean = (3 * sum(sizes) + 12 * 2 * GiB) / 5
+    assert abs(score["disk_floor"] - (sum(sizes) + 2 * GiB) / mean) < 1e-9
