@@ -326,8 +326,12 @@ class ReplicaCountGoal(BalanceGoal):
         # Far from the limit on both sides, the brokers' wishes barely change over a few moves.
         batch = int(max(1, min(cap, (st.count[s] - limit) // _SPAN,
                                (limit - st.count[d]) // _SPAN)))
-        # A batch weighs more candidates: each further move needs one of another topic.
-        topics_wanted = _TOPICS + batch - 1
+        # A batch weighs more candidates: each further move needs one of another topic that
+        # evens out, and late in a pass the taker already holds its share of most of the
+        # giver's fullest ones. 1.3 million replicas (xxl): 75,000 searches of 3.9 moves each
+        # looking for 23 such topics a search, 36,000 searches and 25 instead of 40 CPU s
+        # looking for 68 (per-topic spread 41,928 -> 41,402; bytes 1.031 -> 1.046 x bound).
+        topics_wanted = _TOPICS + 4 * (batch - 1)
         enough = 8 + 2 * (batch - 1)
         topic, means, lead_mean = st.topic, topics.mean, topics.lead_mean
         on_s_of, on_d_of = topics.count_on[s], topics.count_on[d]
