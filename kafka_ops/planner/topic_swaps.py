@@ -9,7 +9,9 @@ A swap costs up to two replica moves, but often none: the plan is the difference
 original and the final assignment, so a replica that an earlier goal moved onto b can move on
 to a for free, and one that left a goes back for minus one move (the earlier goal's choice of
 which replica to move is in effect re-made with the topics in mind). Swaps are tried cheapest
-first and paid ones only within a small budget of the plan's moves and bytes.
+first and paid ones only within a small budget of the plan's moves and bytes. Where a holds
+more replicas than b (one at the count goal's upper bound, the other at its lower), the
+replica of t may also move alone: one move instead of a swap's two, the counts still in bounds.
 """
 
 from __future__ import annotations
@@ -310,7 +312,13 @@ class TopicSpreader:
                 heap.append((k * self._unit(size[t]), side, t))
         heapq.heapify(heap)
         while heap and self._budget_left() and not self.run.capped:
-            _, side, t = heapq.heappop(heap)
+            price, side, t = heapq.heappop(heap)
+            k, side = self._steps(t)  # another topic's swaps may have moved t's replicas
+            if not k:
+                continue
+            if k * self._unit(size[t]) != price:
+                heapq.heappush(heap, (k * self._unit(size[t]), side, t))
+                continue
             if self._step(t, side):
                 total -= 1  # at least: u's counts stay between the two brokers' old ones
                 if total <= 2 * floor:
@@ -411,23 +419,26 @@ class TopicSpreader:
 
     def _relieve(self, t: int, a: int, hi: int) -> bool:
         """One replica of t off a (above the bound) onto a broker with room for it."""
-        rack, index = self.st.rack, self.index
+        rack, index, n = self.st.rack, self.index, self.st.count
         counts, key = self.counts, t * self.nb
         if self.paid:
             takers = [b for b in self.brokers if b != a and counts.get(key + b, 0) < hi]
-        else:  # a free swap needs a replica that an earlier goal moved from a to b
-            takers = [b for b in index.came_to[a] if counts.get(key + b, 0) < hi]
-        takers.sort(key=lambda b: (rack[b] != rack[a], counts.get(key + b, 0), b))
+        else:  # free: a replica an earlier goal moved from a to b (a swap), or b to a (alone)
+            near = index.came_to[a] | {b for b in index.came_from[a] if n[b] < n[a]}
+            takers = [b for b in near if counts.get(key + b, 0) < hi]
+        # Among equals, a broker with fewer replicas first: the replica may move there alone.
+        takers.sort(key=lambda b: (rack[b] != rack[a], counts.get(key + b, 0), n[b] >= n[a], b))
         return any(self._swap(t, a, b) for b in takers[:_TAKERS if self.paid else _FREE_TAKERS])
 
     def _fill(self, t: int, b: int, lo: int) -> bool:
         """One replica of t onto b (below the bound) from a broker with one to spare."""
-        rack, index = self.st.rack, self.index
+        rack, index, n = self.st.rack, self.index, self.st.count
         if self.paid:
             givers = [a for a in self.brokers if a != b and self.count(t, a) > lo]
         else:
-            givers = [a for a in index.came_from[b] if self.count(t, a) > lo]
-        givers.sort(key=lambda a: (rack[b] != rack[a], -self.count(t, a), a))
+            near = index.came_from[b] | {a for a in index.came_to[b] if n[a] > n[b]}
+            givers = [a for a in near if self.count(t, a) > lo]
+        givers.sort(key=lambda a: (rack[b] != rack[a], -self.count(t, a), n[a] <= n[b], a))
         return any(self._swap(t, a, b) for a in givers[:_TAKERS if self.paid else _FREE_TAKERS])
 
     # -- one swap ------------------------------------------------------------------------
@@ -437,7 +448,8 @@ class TopicSpreader:
         return (dst not in orig) - (src not in orig)
 
     def _swap(self, t: int, a: int, b: int) -> bool:
-        """Best veto-approved swap of a t-replica a -> b against a replica b -> a, if any."""
+        """Best veto-approved swap of a t-replica a -> b against a replica b -> a (or the
+        t-replica's move alone, when a holds more replicas than b), if any."""
         if not self.paid:
             if self.searches >= _FREE_SEARCHES:
                 return False
@@ -459,6 +471,8 @@ class TopicSpreader:
                 i = bisect_left(lst, (st.size[p], -1))
                 qs += [q for _, q in lst[max(0, i - _WINDOW):i + _WINDOW]]
         cands = self._free_pairs(t, a, b, ps, qs) if not self.paid else self._pairs(t, a, b, ps, qs)
+        if st.count[a] > st.count[b]:
+            cands += self._singles(a, b, ps)
         if not cands:
             return False
         cands.sort()
@@ -466,7 +480,7 @@ class TopicSpreader:
         last = None
         window: dict[str, tuple[float, float]] | None = None
         for _, moves, nbytes, p, q in cands:
-            if (p, q) == last or not self._rack_ok(q, b, a):
+            if (p, q) == last or (q >= 0 and not self._rack_ok(q, b, a)):
                 continue
             last = (p, q)
             tries += 1
@@ -478,7 +492,7 @@ class TopicSpreader:
                 window = self._window(a, b)
             if not self._fits(window, p, q, st.replicas[p][0] == a):
                 continue  # what the vetoes would refuse, found without asking them
-            if self._apply((p, a, b), (q, b, a)):
+            if self._apply((p, a, b), (q, b, a) if q >= 0 else None):
                 return True
         return False
 
@@ -514,6 +528,21 @@ class TopicSpreader:
                 price = moves * self.per_move + nbytes * self.per_byte
                 cands.append(((price, -gain_u, abs(size - st.size[q]), p, q), moves, nbytes, p, q))
         return cands
+
+    def _singles(self, a: int, b: int, ps: list[int]) -> list[_Cand]:
+        """The t-replicas' moves a -> b alone (q = -1), for a holding more replicas than b: the
+        replica count goal's veto decides. The free pass takes only those that cost nothing
+        (a replica an earlier goal moved off b goes back)."""
+        st = self.st
+        out: list[_Cand] = []
+        for p in ps:
+            cost = self._cost(p, a, b)
+            if cost > 0 and not self.paid:
+                continue
+            size = st.size[p]
+            price = cost * self.per_move + cost * size * self.per_byte
+            out.append(((price, 0, size, p, -1), cost, cost * size, p, -1))
+        return out
 
     def _free_pairs(self, t: int, a: int, b: int, ps: list[int], qs: list[int]) -> list[_Cand]:
         """The swaps of _pairs that cost no move and no byte (the free pass), weighed with
@@ -577,13 +606,14 @@ class TopicSpreader:
         return out
 
     def _fits(self, window: dict[str, tuple[float, float]], p: int, q: int, lead: bool) -> bool:
-        """Whether swapping p (a -> b) for q (b -> a) may keep every load within its band."""
+        """Whether swapping p (a -> b) for q (b -> a; -1: p moves alone) may keep every load
+        within its band."""
         st = self.st
-        d: float = st.size[q] - st.size[p]
+        d: float = (st.size[q] if q >= 0 else 0) - st.size[p]
         lo, hi = window["disk"]
         if d < lo or d > hi:
             return False
-        d = st.bytes_in[q] - st.bytes_in[p]
+        d = (st.bytes_in[q] if q >= 0 else 0) - st.bytes_in[p]
         lo, hi = window["network_in"]
         if d < lo or d > hi:
             return False
@@ -592,7 +622,7 @@ class TopicSpreader:
         lo, hi = window["leader_bytes_in"]
         if d < lo or d > hi:
             return False
-        d = st.leader_out(q) - st.leader_out(p)
+        d = (st.leader_out(q) if q >= 0 else 0) - st.leader_out(p)
         lo, hi = window["network_out"]
         return lo <= d <= hi
 
@@ -611,30 +641,33 @@ class TopicSpreader:
             return False
         return self.run.room_for_move(max(0, nbytes), moves)
 
-    def _apply(self, x: Move, y: Move) -> bool:
-        """Both moves if every vetoing goal accepts them together (a replica that moved before
-        may move on: the plan copies it once, to its final broker)."""
+    def _apply(self, x: Move, y: Move | None) -> bool:
+        """Both moves (or x alone) if every vetoing goal accepts them together (a replica that
+        moved before may move on: the plan copies it once, to its final broker)."""
         run, st = self.run, self.st
-        if not (run.mode_allows(*x, retarget=True) and run.mode_allows(*y, retarget=True)):
+        both = (x,) if y is None else (x, y)
+        if not all(run.mode_allows(*m, retarget=True) for m in both):
             return False
         # Latest goals first: the disk and network bands refuse most swaps, the counts none.
-        if not all(g.accepts(run, (x, y)) for g in reversed(run.vetoes)):
+        if not all(g.accepts(run, both) for g in reversed(run.vetoes)):
             return False
-        p, q = x[0], y[0]
-        changes = [("disk", st.size[q] - st.size[p]), ("network_in", st.bytes_in[q] - st.bytes_in[p])]
-        if st.replicas[p][0] == x[1]:  # a leader for a leader: the leader loads move too
-            changes += [("network_out", st.leader_out(q) - st.leader_out(p)),
-                        ("leader_bytes_in", st.bytes_in[q] - st.bytes_in[p])]
-        for name, dx in changes:  # x's source gains dx, y's source loses it
+        p, a, b = x
+        q = -1 if y is None else y[0]
+        changes = [("disk", (st.size[q] if q >= 0 else 0) - st.size[p]),
+                   ("network_in", (st.bytes_in[q] if q >= 0 else 0) - st.bytes_in[p])]
+        if st.replicas[p][0] == a:  # a leader for a leader: the leader loads move too
+            changes += [("network_out", (st.leader_out(q) if q >= 0 else 0) - st.leader_out(p)),
+                        ("leader_bytes_in", changes[1][1])]
+        for name, dx in changes:  # a gains dx, b loses it
             load = st.load(name)
-            if (dx > 0 and load[x[1]] + dx > self.top[name]) or (dx < 0 and load[y[1]] - dx > self.top[name]):
+            if (dx > 0 and load[a] + dx > self.top[name]) or (dx < 0 and load[b] - dx > self.top[name]):
                 return False
-        for p, src, dst in (x, y):
+        for p, src, dst in both:
             reps = st.replicas[p]
             new = [dst if r == src else r for r in reps]
             if new != list(st.original[p]) and set(new) == set(st.original[p]):
                 return False  # a pure reorder would be an uncounted leader change
-        for p, src, dst in (x, y):
+        for p, src, dst in both:
             st.move(p, src, dst)
             self.index.moved(run, p, src, dst)
             self.log.append((p, src, dst))
