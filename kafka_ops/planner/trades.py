@@ -11,9 +11,9 @@ Finding a good replica swap is a two-dimensional search: the pair must move the 
 about the gap between the brokers AND keep disk usage within the disk goal's bounds, which a
 search by load alone rarely does (sizes and traffic differ by the topic's retention). The swap
 search looks at, for every replica of the source, the destination's replicas nearest the ideal
-load (numpy over a window), filters them by disk slack and role, and prefers trades that copy
-no new data: a replica already moved in this plan may be re-targeted, since the plan copies it
-once, to its final broker.
+load and those nearest the size the disk bounds ask for (numpy over two windows), filters them
+by disk slack and role, and prefers trades that copy no new data: a replica already moved in
+this plan may be re-targeted, since the plan copies it once, to its final broker.
 """
 
 from __future__ import annotations
@@ -83,7 +83,8 @@ class BrokerReplicas:
             self._cache.pop(dst, None)
 
     def arrays(self, b: int) -> tuple[np.ndarray, ...]:
-        """(partitions, loads, sizes, is-leader, on-an-original-broker) sorted by load."""
+        """(partitions, loads, sizes, is-leader, on-an-original-broker) sorted by load, and
+        the order of the sizes (indexes into the others)."""
         if b not in self._cache:
             st = self.run.state
             ps = self.on[b] if self.single else [p for p in self.on[b] if st.group_of(p) == self.g]
@@ -97,6 +98,7 @@ class BrokerReplicas:
                 self.size[parr],
                 self.leader[parr] == b,
                 (self.original[parr] == b).any(axis=1),
+                np.argsort(self.size[parr], kind="stable"),
             )
         return self._cache[b]
 
@@ -196,22 +198,31 @@ def best_replica_swap(run: Run, reps: BrokerReplicas, src: int, dst: int, delta:
     the fewest new bytes per unit of improvement wins (re-targeted replicas copy nothing).
     """
     st = run.state
-    ps, xs, ss, ls, os_ = reps.arrays(src)
-    pd, yd, sd, ld, od = reps.arrays(dst)
+    ps, xs, ss, ls, os_, _ = reps.arrays(src)
+    pd, yd, sd, ld, od, by_size = reps.arrays(dst)
     if reps.racks is not None:
         if (out := reps.racks.may_cross(ps, src, dst)) is not None:
             ps, xs, ss, ls, os_ = (a[out] for a in (ps, xs, ss, ls, os_))
         if (back := reps.racks.may_cross(pd, dst, src)) is not None:
             pd, yd, sd, ld, od = (a[back] for a in (pd, yd, sd, ld, od))
+            by_size = np.argsort(sd, kind="stable")
     if not len(ps) or not len(pd):
         return None
     k = min(_WINDOW, len(pd))
     centre = np.searchsorted(yd, xs - delta)
     first = np.clip(centre - k // 2, 0, len(pd) - k)
     j = first[:, None] + np.arange(k)[None, :]  # (n, k) destination indexes
+    slack = disk_slack(run, src, dst)
+    if slack is not None:
+        # ... and those nearest the size that keeps both disks in bounds: when the ideal load
+        # is beyond every replica's, the lightest ones may all be too small to trade (a broker
+        # at the disk goal's lower bound: large seed 1 ended network in at 1.075).
+        sizes = sd[by_size]
+        centre = np.searchsorted(sizes, ss - (slack[0] + slack[1]) / 2)
+        first = np.clip(centre - k // 2, 0, len(pd) - k)
+        j = np.concatenate([j, by_size[first[:, None] + np.arange(k)[None, :]]], axis=1)
     diff = xs[:, None] - yd[j]
     ok = (diff > 0) & (diff < gap)
-    slack = disk_slack(run, src, dst)
     if slack is not None:
         dsize = ss[:, None] - sd[j]
         ok &= (dsize >= slack[0] - 1) & (dsize <= slack[1] + 1)

@@ -186,3 +186,14 @@ def test_a_load_goal_left_above_its_bounds_lets_later_goals_trade_within_what_it
     small = next(p for p in range(st.np) if st.replicas[p][2] == 6)
     assert disk.accepts(run, [(big, 7, 6), (small, 6, 7)])  # 6 ends at 28 GiB, 7 at 24
     assert not disk.accepts(run, [(big, 7, 6)])  # 6 would end at 32 GiB: above what was kept
+
+
+def test_a_broker_at_the_disk_bound_sheds_traffic_by_a_swap_of_equal_size() -> None:
+    """Crowded-medium seed 15: a broker ends the disk goal at its lower bound with network in
+    above 1.05 x mean. Its hot replicas need partners at least as large and the lightest
+    replicas of every other broker are small: the swap search also weighs the replicas nearest
+    the size the disk bounds allow (before, network in ended at 1.054)."""
+    c = generate_cluster("crowded-medium", seed=15)
+    result = plan_rebalance(c, options=PlannerOptions())
+    assert after(result, "network_in")["max_over_mean"] <= 1.05
+    assert after(result, "disk")["max_over_mean"] <= 1.03
