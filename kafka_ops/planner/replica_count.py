@@ -17,9 +17,11 @@ import numpy as np
 from kafka_ops.planner.balance import _SCAN, BalanceGoal
 from kafka_ops.planner.context import Run
 from kafka_ops.planner.state import WorkingState
+from kafka_ops.planner.topic_first import topic_first
 
 _NEAREST = 32  # replicas nearest the ideal size the replica count goal weighs per move
-_TAKER_WEIGHT = 0.3  # how much the receiving broker's disk wish counts against the giver's
+_TAKER_WEIGHT = 0.3  # how much the receiving broker's disk wish counts against the giver's ...
+_FULL_TAKER_WEIGHT = 3.0  # ... and a receiving broker's already at or above the mean disk
 _TOPICS = 8  # a source's fullest topics the replica count goal weighs per move
 _TOPIC_SCAN = 100  # ... looked for among this many of them (the rest the taker has enough of)
 _MISSES = 16  # ... giving up after this many in a row that the taker holds enough of
@@ -147,6 +149,7 @@ class ReplicaCountGoal(BalanceGoal):
         n = len(brokers)
         mean = _Means(sum(st.count[b] for b in brokers) / n, sum(st.disk[b] for b in brokers) / n)
         topics = _TopicIndex(st, cands)
+        self._topic_steps(run, brokers, cands, mean, topics, lo, hi)
         # First brokers above the upper bound give to the emptiest; then brokers below the lower
         # bound take from the fullest. Each move fixes one unit of imbalance: the count minimum.
         for limit in (hi, lo):
@@ -167,6 +170,43 @@ class ReplicaCountGoal(BalanceGoal):
             for fill in sorted({lo, limit}):
                 if not self._fill(run, brokers, cands, srcs, mean, topics, limit, fill, cap):
                     return
+
+    def _topic_steps(self, run: Run, brokers: Sequence[int], cands: Mapping[int, _BySize],
+                     mean: _Means, topics: _TopicIndex, lo: float, hi: float) -> None:
+        """The topic-led first phase (topic_first.py), picking each replica as _choose would
+        for its disk: the one of the topic nearest the ideal size, not far from it unless it
+        fits both brokers' disk gaps."""
+        st = run.state
+
+        def pick(t: int, s: int, d: int, taken: set[int]) -> int | None:
+            on = topics.on(t, s) if topics.holds(t, s) else None
+            if not on:
+                return None
+            desired, near, room = _wish(st, cands[s], s, d, mean)
+            far = _FAR * near
+            lm = topics.lead_mean[t]
+            ls, ld = topics.lead_on[s].get(t, 0), topics.lead_on[d].get(t, 0)
+            # A leader replica takes its leadership along: within "near" of the ideal size, the
+            # one that evens the topic's leaders out most.
+            lead = abs(ls - 1 - lm) - abs(ls - lm) + abs(ld + 1 - lm) - abs(ld - lm)
+            best: tuple[tuple[float, float], int] | None = None
+            for x, p in on.nearest(desired, len(on)):
+                err = abs(x - desired)
+                if best is not None and err > near:
+                    break
+                if (err > far and x > room) or p in taken or not run.can_move(p, s, d):
+                    continue
+                key = (lead if st.replicas[p][0] == s else 0.0, err)
+                if best is None or key < best[0]:
+                    best = (key, p)
+            return None if best is None else best[1]
+
+        def moved(p: int, s: int, d: int) -> None:
+            cands[s].remove(st.size[p], p)
+            topics.forget(s, p)
+            topics.moved(p, s, d)
+
+        topic_first(run, brokers, lo, hi, pick, moved)
 
     def _fill(self, run: Run, brokers: Sequence[int], cands: Mapping[int, _BySize],
               srcs: list[tuple[int, int]], mean: _Means, topics: _TopicIndex, limit: float,
@@ -313,16 +353,12 @@ class ReplicaCountGoal(BalanceGoal):
         """
         st = run.state
         vet = vet or cap == 1
-        # Each side wants the size that spreads its disk gap over its remaining moves. The
-        # giver's wish weighs more: every byte it gives beyond its excess is a byte the disk
-        # goal must later copy back, while a taker left short is filled by the swaps that
-        # follow (they may move a replica again at no cost). Measured on the generator's
-        # presets: weighting the taker 10x moved 1.17-1.20x the bytes bound on xl, 0.3x 1.10.
-        left_s = max(1.0, st.count[s] - mean.replicas)
-        left_d = max(1.0, mean.replicas - st.count[d])
-        want_s = (st.disk[s] - mean.disk) / left_s
-        want_d = (mean.disk - st.disk[d]) / left_d
-        desired = max(0.0, (want_s + _TAKER_WEIGHT * want_d) / (1 + _TAKER_WEIGHT))
+        desired, near, room = _wish(st, by_size, s, d, mean)
+        # A size beyond ``far`` costs _FAR_COST unless it fits both brokers' disk gaps (``room``):
+        # a giant replica on a giver whose disk excess is mostly giants is never near the
+        # per-move ideal, and left there it costs the disk goal a trade of two moves (medium
+        # seed 14: bytes 1.169 -> 1.130 x bound).
+        far = _FAR * near
         # Far from the limit on both sides, the brokers' wishes barely change over a few moves.
         batch = int(max(1, min(cap, (st.count[s] - limit) // _SPAN,
                                (limit - st.count[d]) // _SPAN)))
@@ -340,15 +376,7 @@ class ReplicaCountGoal(BalanceGoal):
         best_key: tuple[int, float, float, float, int] | None = None
         scored: list[tuple[tuple[int, float, float, float, int], int]] = []
         seen = 0
-        # "Near the ideal size": within half of it, or of a typical replica when it is tiny.
         lst = by_size.items
-        near = 0.5 * max(desired, lst[len(lst) // 2][0] if lst else 0.0)
-        far = _FAR * near
-        # A size beyond ``far`` costs _FAR_COST unless it fits both brokers' disk gaps: a giant
-        # replica on a giver whose disk excess is mostly giants is never near the per-move ideal,
-        # and left there it costs the disk goal a trade of two moves (medium seed 14: bytes
-        # 1.169 -> 1.130 x bound).
-        room = min(st.disk[s] - mean.disk, mean.disk - st.disk[d])
 
         def chunks() -> Iterator[Sequence[tuple[float, int]]]:
             if exhaustive:
@@ -469,6 +497,32 @@ class _Choice(NamedTuple):
     partitions: list[int]  # the best first, then the others picked with it
 
 
+def _wish(st: WorkingState, by_size: _BySize, s: int, d: int, mean: _Means
+          ) -> tuple[float, float, float]:
+    """What size of replica a move from s to d should carry: (the ideal size, the width "near"
+    it, the room both disks leave).
+
+    Each side wants the size that spreads its disk gap over its remaining moves. The giver's
+    wish weighs more: every byte it gives beyond its excess is a byte the disk goal must later
+    copy back, while a taker left short is filled by the swaps that follow (they may move a
+    replica again at no cost). Measured on the generator's presets: weighting the taker 10x
+    moved 1.17-1.20x the bytes bound on xl, 0.3x 1.10. A taker whose disk is already at or above
+    the mean (a broker added mid-life that holds big replicas of its own) weighs more: filled
+    with the giver's average size it ended 1.10-1.14 x the mean disk, and the disk goal's
+    trades of giant replicas cost the bytes (medium seed 11: 1.221 -> 1.140 x the bytes bound).
+    "Near" is within half the ideal size, or of a typical replica when it is tiny.
+    """
+    left_s = max(1.0, st.count[s] - mean.replicas)
+    left_d = max(1.0, mean.replicas - st.count[d])
+    want_s = (st.disk[s] - mean.disk) / left_s
+    want_d = (mean.disk - st.disk[d]) / left_d
+    w = _TAKER_WEIGHT if want_d >= 0 else _FULL_TAKER_WEIGHT
+    desired = max(0.0, (want_s + w * want_d) / (1 + w))
+    lst = by_size.items
+    near = 0.5 * max(desired, lst[len(lst) // 2][0] if lst else 0.0)
+    return desired, near, min(st.disk[s] - mean.disk, mean.disk - st.disk[d])
+
+
 class _TopicIndex:
     """Per broker and topic, the movable replicas by size; per broker, its topics fullest first.
 
@@ -516,6 +570,10 @@ class _TopicIndex:
         self.lead_on = _per_broker(st.topic_leaders, nb)
         self._order: dict[int, list[int]] = {}
         self._age: dict[int, int] = {}
+
+    def holds(self, t: int, b: int) -> bool:
+        """Whether b started with movable replicas of t (on() knows them)."""
+        return t * self.st.nb + b in self._where
 
     def on(self, t: int, b: int) -> _BySize:
         """b's movable replicas of topic t, by size."""

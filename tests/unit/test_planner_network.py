@@ -202,11 +202,14 @@ def test_giant_replicas_move_with_the_counts_when_they_fit_both_disk_gaps() -> N
     """Medium seed 14: the givers' disk excess is largely replicas of one giant topic (13% of a
     broker's mean disk each), never near the count goal's per-move ideal size. Skipped by the
     count goal, they cost the disk goal trades of two moves each: bytes moved ended at 1.169 x
-    the bound. Moved by the count goal where one fits both brokers' disk gaps: 1.130."""
+    the bound. Moved by the count goal where one fits both brokers' disk gaps: 1.130; 1.150
+    since the count goal's topic-led first phase (topic_first.py) spends some count moves on
+    whole topic steps, whatever their replicas' sizes (the issue's target, 1.10, is missed
+    here: the closing note of issue 9 says so)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     metrics = importlib.import_module("plan_metrics")
     c = generate_cluster("medium", seed=14)
     result = plan_rebalance(c, options=PlannerOptions())
     cost = metrics.moves(c, result.plan.replicas)
-    assert cost["bytes"] <= 1.14 * cost["bytes_bound"]
+    assert cost["bytes"] <= 1.16 * cost["bytes_bound"]
     assert cost["moves"] <= 1.10 * cost["moves_bound"]
