@@ -13,6 +13,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from kafka_ops.generator import generate_cluster
 from kafka_ops.model import Broker, ClusterModel, Partition
 from kafka_ops.planner import PlannerOptions, plan_rebalance
@@ -198,18 +200,20 @@ def test_a_broker_at_the_disk_bound_sheds_traffic_by_a_swap_of_equal_size() -> N
     assert after(result, "network_in")["max_over_mean"] <= 1.05
 
 
-def test_giant_replicas_move_with_the_counts_when_they_fit_both_disk_gaps() -> None:
-    """Medium seed 14: the givers' disk excess is largely replicas of one giant topic (13% of a
-    broker's mean disk each), never near the count goal's per-move ideal size. Skipped by the
-    count goal, they cost the disk goal trades of two moves each: bytes moved ended at 1.169 x
-    the bound. Moved by the count goal where one fits both brokers' disk gaps: 1.130; 1.150
-    since the count goal's topic-led first phase (topic_first.py) spends some count moves on
-    whole topic steps, whatever their replicas' sizes (the issue's target, 1.10, is missed
-    here: the closing note of issue 9 says so)."""
+@pytest.mark.parametrize("seed", [11, 14])
+def test_giant_replicas_move_with_the_counts_and_the_disk_goal_copies_no_waste(seed: int) -> None:
+    """Medium seeds 11 and 14: the givers' disk excess is largely replicas of giant topics
+    (10-16% of a broker's mean disk each), never near the count goal's per-move ideal size.
+    Skipped by the count goal, they cost the disk goal trades of two moves each: seed 14's bytes
+    moved ended at 1.169 x the bound. Moved by the count goal where one fits both brokers' disk
+    gaps: 1.130 (1.150 once the topic-led first phase spent some count moves on whole topic
+    steps). The rest was the disk goal's: a giant overshooting its pair's gap closed little and
+    left its giver to be refilled by another copy (seed 11: 1.134, seed 14: 1.150); weighed by
+    the bytes it copies beyond the gap it closes (balance._WASTE): 1.099 and 1.091."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     metrics = importlib.import_module("plan_metrics")
-    c = generate_cluster("medium", seed=14)
+    c = generate_cluster("medium", seed=seed)
     result = plan_rebalance(c, options=PlannerOptions())
     cost = metrics.moves(c, result.plan.replicas)
-    assert cost["bytes"] <= 1.16 * cost["bytes_bound"]
+    assert cost["bytes"] <= 1.10 * cost["bytes_bound"]
     assert cost["moves"] <= 1.10 * cost["moves_bound"]
