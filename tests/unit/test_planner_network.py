@@ -231,3 +231,17 @@ def test_a_crowded_rack_sheds_disk_in_small_re_targeted_replicas() -> None:
     assert after(result, "disk")["max_over_mean"] <= 1.03
     cost = metrics.moves(c, result.plan.replicas)
     assert cost["moves"] <= 1.10 * cost["moves_bound"]
+
+
+def test_an_over_filled_broker_gives_back_what_it_received_before_what_it_held() -> None:
+    """Crowded-medium seed 27: the count goal over-fills brokers added mid-life (16 ends at
+    1.19 x the mean disk). The disk goal's best swaps sent their large original replicas, each
+    copied anew, since the small re-targeted ones closed under 30% of the best swap's gap and were
+    never weighed: bytes 1.134 x the bound. Weighed down to 10% (trades._FREE_EFFICIENT):
+    1.122. The issue's target is 1.10; what is left is the count goal's (it ends at 1.088)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    metrics = importlib.import_module("plan_metrics")
+    c = generate_cluster("crowded-medium", seed=27)
+    result = plan_rebalance(c, options=PlannerOptions())
+    cost = metrics.moves(c, result.plan.replicas)
+    assert cost["bytes"] <= 1.125 * cost["bytes_bound"]
