@@ -71,7 +71,7 @@ class BrokerReplicas:
         self.leader = matrix[:, 0].copy() if st.np else np.zeros(0, np.int64)
         self.original = st.original_matrix()
         self._cache: dict[int, tuple[np.ndarray, ...]] = {}
-        self.racks = (_RackRoom(run, matrix) if any(v.name == "rack_awareness" for v in run.vetoes)
+        self.racks = (RackRoom(run, matrix) if any(v.name == "rack_awareness" for v in run.vetoes)
                       else None)
 
     def moved(self, moves: Sequence[Move]) -> None:
@@ -107,7 +107,7 @@ class BrokerReplicas:
         return self._cache[b]
 
 
-class _RackRoom:
+class RackRoom:
     """The rack rule as arrays: which replicas may cross from one rack to another.
 
     Where racks hold one replica of most partitions (RF-3 partitions on three racks), most
