@@ -296,12 +296,13 @@ class BalanceGoal:
             # the loop makes progress.
             moved = self._moved_load(st, found, src)
             gain = min(moved, 2 * delta - moved)
-            if gain < least and trade_cost(st, found)[0] > 0:
+            copies, copied = trade_cost(st, found)
+            if gain < least and copies > 0:
                 continue
             if gain > raw_gain:
                 raw, raw_gain = found, gain
             if self.resource == "disk":
-                gain -= _WASTE * max(0.0, trade_cost(st, found)[1] - gain)
+                gain -= _WASTE * max(0.0, copied - gain)
             if gain > best_gain:
                 action, best_gain = found, gain
             if best_gain >= _GOOD * delta or (action is not None and tried > _PARTNERS):
