@@ -48,15 +48,15 @@ class BalanceGoal(Protocol):
 _WINDOW = 48  # destination replicas nearest the ideal load looked at per source replica
 _TRY = 24  # best-scored swaps put to the vetoes before giving up on a pair of brokers
 _EFFICIENT = 0.3  # a swap must close this share of the best swap's improvement to win on cost
+# ... or this share when it copies nothing new: a broker the count goal over-filled holds the
+# replicas it received, re-targeted for free, and the large ones it started with, which close
+# more of the gap and cost their size (crowded-medium seed 27: bytes 1.134 -> 1.122 x bound).
+_FREE_EFFICIENT = 0.1
 # Leadership trades of the leader bytes-in goal weigh this many of the partner's leaderships on
 # each side of the ideal load, kept only where both brokers' network out stays within the
 # network-out goal's bounds: nearest the ideal alone, that goal refused nearly all of them
 # (crowded-xl seed 6: 3,568 refusals; leader bytes-in 1.189 -> 1.164 x mean).
 _OUT_WINDOW = 8
-# ... or this share when it copies nothing new: a broker the count goal over-filled holds the
-# replicas it received, re-targeted for free, and the large ones it started with, which close
-# more of the gap and cost their size (crowded-medium seed 27: bytes 1.134 -> 1.122 x bound).
-_FREE_EFFICIENT = 0.1
 
 
 class BrokerReplicas:
@@ -413,7 +413,9 @@ def leader_swap(run: Run, loads: _LeaderLoads, w: int, above: bool, members: set
 
     Keeps both leader counts; the load moved, L(p) - L(q), must narrow the two brokers' gap.
     Tries the trades nearest the ideal amount first (evening out the topics' leaders among
-    near-equal ones) and makes the first every goal accepts.
+    near-equal ones) and makes the first every goal accepts; where the network-out goal
+    vetoes, it weighs more of them and only those keeping both brokers' network out in its
+    bounds (_OUT_WINDOW).
     """
     st = run.state
     led, led_by, follows, follows_of = loads.pairs(run, w)
