@@ -2,8 +2,9 @@
 
 Cruise Control's GoalOptimizer without its threads, caches and I/O: one pure function from a
 working state to a plan. A goal may only take actions that every goal before it accepts (and
-every hard goal, always); after all goals ran the plan is the diff between the original and
-the final assignment.
+every hard goal, always); after all goals ran, a last pass (savings.py) trades copied
+replicas back home for smaller ones where every goal allows, and the plan is the diff between
+the original and the final assignment.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from kafka_ops.planner.context import PlannerOptions, Run
 from kafka_ops.planner.exact import solve_hard_goals
 from kafka_ops.planner.goals import HARD_GOALS, SoftGoal, soft_goals
 from kafka_ops.planner.hard import CapacityGoal, HardGoal
+from kafka_ops.planner.savings import save_bytes
 from kafka_ops.planner.state import WorkingState
 from kafka_ops.planner.summary import GoalResult, PlanSummary, summarize
 
@@ -187,6 +189,10 @@ def _optimize(state: WorkingState, options: PlannerOptions, mode: str,
         if goal.imbalance(run) > start + 1e-9:
             worse.append(goal.name)
         run.vetoes.append(goal)
+    if goals:
+        t0 = time.perf_counter()
+        save_bytes(run)
+        seconds["byte savings"] = time.perf_counter() - t0
     check_hard_goals(run, fixing)
     results = [
         GoalResult(g.name, g.hard, before[g.name], g.measure(run), g.name in worse)

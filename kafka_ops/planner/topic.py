@@ -116,7 +116,7 @@ class TopicGoal:
         nb = st.nb
         if not counts:
             return {}
-        eligible, balanced, lo_t, hi_t, n_t = self._arrays(run)
+        eligible, balanced, lo_t, hi_t, n_t = self.arrays(run)
         keys = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
         vals = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
         t = keys // nb
@@ -139,7 +139,7 @@ class TopicGoal:
         return {tt: (mx, mn, bd) for tt, mx, mn, bd in zip(
             topics.tolist(), top.tolist(), low.tolist(), bad.tolist(), strict=True)}
 
-    def _arrays(self, run: Run) -> tuple[np.ndarray, ...]:
+    def arrays(self, run: Run) -> tuple[np.ndarray, ...]:
         """(eligible per broker, balanced per topic, lower and upper bound per topic, live
         brokers of each topic's group), once per run (none of them changes during a run)."""
         key = (self.name + ":arrays", 0)
@@ -241,7 +241,7 @@ class TopicGoal:
         nb = st.nb
         worst = 0
         if st.np:
-            eligible, balanced, _, _, n_t = self._arrays(run)
+            eligible, balanced, _, _, n_t = self.arrays(run)
             topic = np.asarray(st.topic, dtype=np.int64)
             lead = st.original_matrix()[:, 0]
             keys = np.unique(topic * nb + lead, return_counts=True)

@@ -159,7 +159,7 @@ def item_loads(goal: BalanceGoal, st: WorkingState, leader: bool) -> np.ndarray:
     return np.array([goal.item_load(st, p, leader) for p in range(st.np)], float)
 
 
-def _vetoing(run: Run, resource: str) -> BalanceGoal | None:
+def vetoing(run: Run, resource: str) -> BalanceGoal | None:
     """The earlier balance goal of this resource, if it already ran (and so vetoes)."""
     for g in run.vetoes:
         if getattr(g, "resource", None) == resource:
@@ -169,7 +169,7 @@ def _vetoing(run: Run, resource: str) -> BalanceGoal | None:
 
 def disk_slack(run: Run, src: int, dst: int) -> tuple[float, float] | None:
     """Allowed range of (size leaving src) - (size arriving) when the disk goal vetoes, else None."""
-    disk = _vetoing(run, "disk")
+    disk = vetoing(run, "disk")
     if disk is None:
         return None
     st = run.state
@@ -238,7 +238,7 @@ def best_replica_swap(run: Run, reps: BrokerReplicas, src: int, dst: int, delta:
         ok &= (dsize >= slack[0] - 1) & (dsize <= slack[1] + 1)
     # Same role keeps both brokers' leader counts; a leader for a follower only where they allow.
     leaders = st.leaders
-    lc = _vetoing(run, "leaders")
+    lc = vetoing(run, "leaders")
     mixed_sd = mixed_ds = lc is None
     if lc is not None:
         llo, lhi = lc.bounds(run, st.broker_group[src])
@@ -362,7 +362,7 @@ def balance_leader_load(goal: BalanceGoal, run: Run, g: int) -> None:
     mean = sum(load[b] for b in brokers) / len(brokers)
     loads = _LeaderLoads(goal, run, g, len(brokers))
     on = loads.on
-    lc = _vetoing(run, "leaders")
+    lc = vetoing(run, "leaders")
     stuck: set[int] = set()
     while (worst := goal._worst(run, g, stuck)) is not None:
         w, above = worst
@@ -497,7 +497,7 @@ def _out_slack(run: Run, loads: _LeaderLoads, w: int
     """When the network-out goal vetoes another leader load's trades: per broker, how much
     its network out may fall and rise (lo <= 0 <= hi, as arrays), and each partition's leader
     out. None when it does not veto (or is the goal trading)."""
-    net = _vetoing(run, "network_out")
+    net = vetoing(run, "network_out")
     if net is None or loads.resource == "network_out":
         return None
     st = run.state
