@@ -224,12 +224,15 @@ def test_a_crowded_rack_sheds_disk_in_small_re_targeted_replicas() -> None:
     partition and end the disk goal at 1.039 x mean, every broker of the rack alike; only small
     RF-2 replicas may cross to other racks, each trade closing less than the 0.1% of the mean a
     trade must. Trades of replicas this plan moved already copy nothing and may be that small:
-    1.028-1.031 over versions of the count goal (each changes which replicas are re-targeted)."""
+    1.028-1.031 over versions of the count goal (each changes which replicas are re-targeted).
+    The last four stopped at 1.0304, 0.0007 above the bound, beside brokers of their own rack
+    with 0.0007 of room each: a trade closing its pair's whole delta may be that small too
+    (balance._CLOSES), and the rack ends within the issue's 1.03."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     metrics = importlib.import_module("plan_metrics")
     c = generate_cluster("crowded-medium", seed=25)
     result = plan_rebalance(c, options=PlannerOptions())
-    assert after(result, "disk")["max_over_mean"] <= 1.032
+    assert after(result, "disk")["max_over_mean"] <= 1.03
     cost = metrics.moves(c, result.plan.replicas)
     assert cost["moves"] <= 1.10 * cost["moves_bound"]
 
@@ -239,7 +242,8 @@ def test_an_over_filled_broker_gives_back_what_it_received_before_what_it_held()
     1.19 x the mean disk). The disk goal's best swaps sent their large original replicas, each
     copied anew, since the small re-targeted ones closed under 30% of the best swap's gap and were
     never weighed: bytes 1.134 x the bound. Weighed down to 10% (trades._FREE_EFFICIENT):
-    1.122. The issue's target is 1.10; what is left is the count goal's (it ends at 1.088)."""
+    1.122. The issue's target is 1.10; what is left is the count goal's (it ends at 1.088),
+    and the byte-savings pass takes it under (test_planner_savings)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     metrics = importlib.import_module("plan_metrics")
     c = generate_cluster("crowded-medium", seed=27)
