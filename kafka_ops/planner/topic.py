@@ -8,6 +8,7 @@ leaders) divided by the live brokers of its pool, rounded outwards.
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -15,6 +16,7 @@ import numpy as np
 from kafka_ops.planner.context import Move, Run
 from kafka_ops.planner.state import Grouped
 from kafka_ops.planner.topic_swaps import _BYTES_CAP, _MOVES_CAP, TopicSpreader, plan_bounds
+from kafka_ops.planner.trades import vetoing
 
 _TRADES = 64  # partitions a follower leads that are weighed for a leadership trade
 _TOP = ("topic_leader_top", 0)  # run.memo key: the leader loads' highest at the goal's start
@@ -22,6 +24,13 @@ _CHAIN = 4  # longest chain of one topic's partitions a leadership is passed alo
 _THIRDS = 48  # third brokers weighed for a triangle
 _ROUNDS = 4  # passes over the topics still out of bounds
 _CYCLES = 2  # (partition, new leader) options tried as a triangle when no trade is found
+_PATH_NODES = 2048  # nodes an augmenting path search expands (breadth first) before giving up
+# ... and the replicas all searches of a run may scan: a search that finds no way costs its
+# whole reach, over a second each on xl (seed 0 uncapped: 386 s, leaving 97 topics over one
+# apart instead of 191). This much evens medium seed 0 from 46 to 19 (0.5 s; of the 19,
+# leadership alone could even one: the rest need replica moves) and costs xl about 3 s.
+_BUDGET = 1_000_000
+_BUDGET_KEY = ("topic_leader_paths", 0)
 
 
 def _topic_totals(run: Run) -> tuple[list[int], list[int]]:
@@ -357,9 +366,122 @@ class TopicGoal:
         for p, s, d in options[:_CYCLES]:
             if self._cycle(run, p, s, d, on_broker, trades):
                 return True
-        if not pull:  # followers that lead their share of t already: pass one of theirs on
-            return self._pass_along(run, t, b, on, trades, hi)
+        if not pull and self._pass_along(run, t, b, on, trades, hi):
+            return True  # followers that lead their share of t already: one of theirs passed on
+        return self._augment(run, t, b, (lo, hi), on, on_broker, trades, pull)
+
+    def _augment(self, run: Run, t: int, s: int, limits: tuple[int, int], on: Mapping[int, list[int]],
+                 on_broker: list[list[int]], trades: dict[tuple[int, int], list[int]],
+                 pull: bool = False) -> bool:
+        """One leadership of topic t off s (``pull``: onto s) along a path of leadership changes
+        of any topics.
+
+        Leader counts per (topic, broker) and per broker are a flow with bounds (partitions to
+        (topic, broker) to broker), and this is its augmenting path, searched breadth first
+        over two kinds of node. Pushing: (u, b) is broker b holding one leadership of topic u
+        too many, which b passes on (a partition of u it leads goes to a follower), or keeps if
+        u has room on b, making b a broker with one leadership too many; broker b then passes
+        on any topic v it may lose one of. Pulling, the mirror: (u, b) lacks one of u, taken
+        from another leader of a partition of u that b follows. The path ends back at s or on
+        a broker the leader count goal leaves room (when s's own count may change). It finds
+        a way whenever the counts alone allow one; the trades, triangles and chains above are
+        its short cases, tried first. Capped at _PATH_NODES nodes expanded per search.
+        """
+        st = run.state
+        nb, counts, reps, leaders = st.nb, st.topic_leaders, st.replicas, st.leaders
+        lc = vetoing(run, "leaders")
+        lead_lo, lead_hi = lc.bounds(run, st.broker_group[s]) if lc is not None else (-math.inf, math.inf)
+        d = -1 if pull else 1  # what reaching (u, b) does to b's leaders of u (and its end, to b's)
+        s_moves = _fits(leaders[s], -d, lead_lo, lead_hi)
+
+        def bounds(u: int) -> tuple[int, int]:
+            return limits if u == t else self.bounds(run, u)
+
+        # Nodes: u * nb + b for (u, b); -1 - b for broker b. parent: node -> (node, change).
+        parent: dict[int, tuple[int, Move | None]] = {}
+        queue: deque[int] = deque()
+
+        def reach(node: int, came: int, change: Move | None) -> None:
+            if node not in parent:
+                parent[node] = (came, change)
+                queue.append(node)
+
+        def step(came: int, q: int, b: int) -> None:
+            """Pushing, q led by b goes to a follower; pulling, q's leader hands it to b."""
+            lead = reps[q][0]
+            if not run.partition_movable[q]:
+                return
+            if pull:
+                if lead != b:
+                    reach(st.topic[q] * nb + lead, came, (q, lead, b))
+            elif lead == b:
+                for z in reps[q][1:]:
+                    if run.dst_ok[z] and st.eligible[z]:
+                        reach(st.topic[q] * nb + z, came, (q, b, z))
+
+        root = -1 - s
+        parent[root] = (root, None)
+        if pull and not (run.dst_ok[s] and st.eligible[s]):
+            return False
+        for q in on.get(t * nb + s, ()):
+            step(root, q, s)
+        budget = run.memo.get(_BUDGET_KEY, _BUDGET)
+        expanded = 0
+        while queue and expanded < _PATH_NODES and budget > 0:
+            node = queue.popleft()
+            expanded += 1
+            if node >= 0:  # (u, b): b holds one leadership of u too many (pulling: too few)
+                u, b = divmod(node, nb)
+                if _fits(counts.get(node, 0), d, *bounds(u)):
+                    if b == s or (s_moves and _fits(leaders[b], d, lead_lo, lead_hi)):
+                        if self._close_path(run, t, limits, node, parent, trades):
+                            run.memo[_BUDGET_KEY] = budget
+                            return True
+                    elif not pull or (run.dst_ok[b] and st.eligible[b]):
+                        reach(-1 - b, node, None)
+                scan = on.get(node, ())
+                for q in scan:
+                    step(node, q, b)
+            else:  # broker b: one leadership too many (pulling: too few), of any topic
+                b = -1 - node
+                scan = on_broker[b]
+                for q in scan:
+                    v = st.topic[q]
+                    if _fits(counts.get(v * nb + b, 0), -d, *bounds(v)):
+                        step(node, q, b)
+            budget -= len(scan) + 1
+        run.memo[_BUDGET_KEY] = budget
         return False
+
+    def _close_path(self, run: Run, t: int, limits: tuple[int, int], end: int,
+                    parent: dict[int, tuple[int, Move | None]], trades: dict[tuple[int, int], list[int]]
+                    ) -> bool:
+        """Apply the path to ``end`` if it changes each partition once, its net topic changes
+        keep every topic within its bounds (t within ``limits``) and every goal agrees."""
+        st = run.state
+        nb = st.nb
+        changes: list[Move] = []
+        node = end
+        while (link := parent[node])[1] is not None or link[0] != node:
+            came, change = link
+            if change is not None:
+                changes.append(change)
+            node = came
+        changes.reverse()
+        if len({q for q, _, _ in changes}) < len(changes):
+            return False
+        deltas: dict[tuple[int, int], int] = {}
+        for q, old, new in changes:
+            u = st.topic[q]
+            deltas[u, old] = deltas.get((u, old), 0) - 1
+            deltas[u, new] = deltas.get((u, new), 0) + 1
+        lo, hi = limits
+        for (u, b), d in deltas.items():
+            n = st.topic_leaders.get(u * nb + b, 0) + d
+            if u == t and ((d > 0 and n > hi) or (d < 0 and n < lo)):
+                return False
+        others = {k: d for k, d in deltas.items() if k[0] != t}
+        return self._ok(run, others) and self._apply_changes(run, changes, trades)
 
     def _pass_along(self, run: Run, t: int, s: int, on: Mapping[int, list[int]],
                     trades: dict[tuple[int, int], list[int]], hi: int) -> bool:
@@ -466,6 +588,11 @@ class TopicGoal:
                     trades.setdefault((new, old), []).append(part)
                 return True
         return False
+
+
+def _fits(value: float, change: int, lo: float, hi: float) -> bool:
+    """A count changed by one stays within its bounds, or at least moves toward them."""
+    return value + change <= hi if change > 0 else value + change >= lo
 
 
 def _movable_rows(run: Run) -> np.ndarray | None:

@@ -177,7 +177,7 @@ def test_a_topic_piled_up_beyond_the_starts_worst_is_levelled_back_to_it() -> No
     goal.optimize(run)
     leaders = Counter(reps[0] for reps in st.replicas)
     assert goal.measure(run)["max_minus_min"] == 2
-    assert max(leaders.values()) == 2 and leaders[1] == 2
+    assert max(leaders.values()) == 2  # the paths of leadership changes may level it elsewhere
     assert all(sorted(reps) == sorted(orig) for reps, orig in zip(st.replicas, st.original, strict=True))
 
 
@@ -246,3 +246,52 @@ def test_the_paid_pass_steps_only_topics_still_out_of_bounds(monkeypatch: pytest
     monkeypatch.setattr(topic_swaps.TopicSpreader, "_step", checked)
     plan_rebalance(generate_cluster("medium", seed=1))
     assert stale == []
+
+
+def _evenable(cluster: ClusterModel) -> bool:
+    """By brute force: is there a choice of leaders (among each partition's replicas) with every
+    broker's leader count and every topic's leaders per broker within floor..ceil of the mean?"""
+    import itertools
+
+    parts = list(cluster)
+    brokers = list(cluster.brokers)
+    n = len(brokers)
+    k_t = Counter(p.topic for p in parts)
+    lo, hi = len(parts) // n, -(-len(parts) // n)
+    for choice in itertools.product(*(p.replicas for p in parts)):
+        per = Counter(choice)
+        if not all(lo <= per[b] <= hi for b in brokers):
+            continue
+        per_topic = Counter(zip((p.topic for p in parts), choice, strict=True))
+        if all(k_t[t] // n <= per_topic[t, b] <= -(-k_t[t] // n) for t in k_t for b in brokers):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_leaders_even_out_per_topic_whenever_leadership_alone_can(seed: int) -> None:
+    """Random small clusters (4-5 brokers, up to three topics, nine partitions of RF 2-3, all
+    leaders piled on few brokers). Whenever some choice of leaders (found by brute force) keeps
+    the leader counts and every topic within their bounds, the leader goals reach one: the
+    topic goal's augmenting paths find the way the short trades and triangles miss."""
+    import random
+
+    rng = random.Random(seed)
+    n = rng.choice((4, 5))
+    parts = []
+    for i in range(9):
+        topic = f"t{rng.randrange(3)}"
+        reps = rng.sample(range(n), rng.choice((2, 3)))
+        if rng.random() < 0.7:  # piled: broker 0 leads where it holds a replica
+            reps.sort(key=lambda b: b != 0)
+        parts.append(Partition(topic, i, tuple(reps), leader=reps[0], size_bytes=GiB,
+                               bytes_in_per_sec=0.0, bytes_out_per_sec=0.0))
+    c = ClusterModel([Broker(b) for b in range(n)], parts)
+    result = plan_rebalance(c, options=PlannerOptions(goals=("leader_count", "topic_leader_dispersion")))
+    after = c.with_assignment(result.plan.replicas)
+    assert result.summary.replica_moves == 0
+    if _evenable(c):
+        assert count_spread(after, leaders=True) <= 1
+        k_t = Counter(p.topic for p in parts)
+        for t, s in spreads(after, leaders=True).items():
+            assert s <= (0 if k_t[t] % n == 0 else 1), (t, s)
