@@ -28,7 +28,7 @@ _PATH_NODES = 2048  # nodes an augmenting path search expands (breadth first) be
 # ... and the replicas all searches of a run may scan: a search that finds no way costs its
 # whole reach, over a second each on xl (seed 0 uncapped: 386 s, leaving 97 topics over one
 # apart instead of 191). This much evens medium seed 0 from 46 to 19 (0.5 s; of the 19,
-# leadership alone could even one: the rest need replica moves) and costs xl about 3 s.
+# leadership alone could even one: the rest need replica moves) and costs xl about 2 s.
 _BUDGET = 1_000_000
 _BUDGET_KEY = ("topic_leader_paths", 0)
 
@@ -383,9 +383,11 @@ class TopicGoal:
         u has room on b, making b a broker with one leadership too many; broker b then passes
         on any topic v it may lose one of. Pulling, the mirror: (u, b) lacks one of u, taken
         from another leader of a partition of u that b follows. The path ends back at s or on
-        a broker the leader count goal leaves room (when s's own count may change). It finds
-        a way whenever the counts alone allow one; the trades, triangles and chains above are
-        its short cases, tried first. Capped at _PATH_NODES nodes expanded per search.
+        a broker the leader count goal leaves room (when s's own count may change). The trades,
+        triangles and chains above are its short cases, tried first; unlike them it is not held
+        to short cycles (on small clusters it evens every topic that leadership alone can, which
+        a brute-force test checks). Capped at _PATH_NODES nodes expanded per search and a
+        budget of replicas scanned per run (_BUDGET).
         """
         st = run.state
         nb, counts, reps, leaders = st.nb, st.topic_leaders, st.replicas, st.leaders
