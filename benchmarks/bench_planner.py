@@ -83,6 +83,7 @@ METRICS = (
     ("leader_in_max_mean", "leader bytes-in max/mean", "{:.3f}"),
     ("topic_spread_sum", "topic spread sum(max-min)", "{:.0f}"),
     ("topic_leader_spread_over_1", "topics leader max-min > 1", "{:.0f}"),
+    ("topic_leader_evenable", "  ... leadership alone could even", "{:.0f}"),
 )
 
 

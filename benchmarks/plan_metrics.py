@@ -35,6 +35,7 @@ def score(cluster: ClusterModel, new: Mapping[TopicPartition, Sequence[int]] | N
     lead_in: dict[int, float] = defaultdict(float)
     topic_rep: dict[str, Counter[int]] = defaultdict(Counter)
     topic_lead: dict[str, Counter[int]] = defaultdict(Counter)
+    topic_lists: dict[str, list[tuple[int, ...]]] = defaultdict(list)
     rack_violations = 0
     on_dead = 0
     for tp, p in cluster.partitions.items():
@@ -42,6 +43,7 @@ def score(cluster: ClusterModel, new: Mapping[TopicPartition, Sequence[int]] | N
         lead = reps[0]
         leaders[lead] += 1
         topic_lead[p.topic][lead] += 1
+        topic_lists[p.topic].append(reps)
         net_out[lead] += p.bytes_out_per_sec + p.bytes_in_per_sec * (len(reps) - 1)
         lead_in[lead] += p.bytes_in_per_sec
         for b in reps:
@@ -84,10 +86,52 @@ def score(cluster: ClusterModel, new: Mapping[TopicPartition, Sequence[int]] | N
         # down, when that is worse than the mean's rounding).
         "topic_spread_floor_racks": racks.topic_floor(),
         "topic_leader_spread_over_1": sum(1 for s in lead_spreads.values() if s > 1),
+        # ... of which a choice of leaders among the topic's replicas as they are would even out
+        # (each topic on its own): what leadership changes alone left undone.
+        "topic_leader_evenable": sum(1 for t, s in lead_spreads.items()
+                                     if s > 1 and leaders_evenable(topic_lists[t], live)),
         # The lowest max/mean any plan with replica counts one apart can reach (see _RackFloors).
         "disk_floor": racks.load_floor("disk"),
         "net_in_floor": racks.load_floor("net_in"),
     }
+
+
+def leaders_evenable(lists: Sequence[Sequence[int]], live: Sequence[int]) -> bool:
+    """Can each replica list pick a leader (a live replica) so that every live broker leads
+    floor..ceil of len(lists) / len(live)? A bipartite b-matching with lower bounds, by
+    augmenting paths: first every broker up to the floor (all must get there), then up to the
+    ceiling (all lists placed). Augmenting never takes a broker's share away, only moves which
+    list fills it, so the floors reached in the first round hold."""
+    n, k = len(live), len(lists)
+    alive = set(live)
+    options = [[b for b in reps if b in alive] for reps in lists]
+    held: dict[int, list[int]] = {b: [] for b in live}  # broker -> lists it leads
+    leader: list[int | None] = [None] * k
+
+    def place(i: int, cap: int, seen: set[int]) -> bool:
+        """List i onto a broker with room, moving others on to make it (Kuhn's augmenting
+        path; ``seen``: brokers this path visited already)."""
+        for b in options[i]:
+            if b in seen:
+                continue
+            seen.add(b)
+            if len(held[b]) >= cap:
+                moved = next((j for j in list(held[b]) if place(j, cap, seen)), None)
+                if moved is None:
+                    continue
+                held[b].remove(moved)
+            held[b].append(i)
+            leader[i] = b
+            return True
+        return False
+
+    for cap in (k // n, -(-k // n)):
+        for i in range(k):
+            if leader[i] is None:
+                place(i, cap, set())
+        if cap == k // n and any(len(held[b]) < cap for b in live):
+            return False
+    return all(b is not None for b in leader)
 
 
 def targets_missed(after: Mapping[str, Any], cost: Mapping[str, float]) -> list[str]:

@@ -52,3 +52,22 @@ def test_the_disk_floor_fills_a_small_rack_only_with_replicas_that_may_enter_it(
     score = plan_metrics.score(ClusterModel(brokers, parts))
     mean = (3 * sum(sizes) + 12 * 2 * GiB) / 5
     assert abs(score["disk_floor"] - (sum(sizes) + 2 * GiB) / mean) < 1e-9
+
+
+def test_leaders_evenable_agrees_with_brute_force() -> None:
+    """The augmenting-path check against trying every choice of leaders, on 300 random small
+    topics (3-5 live brokers, 2-8 partitions of RF 1-3, some replicas on a dead broker 9)."""
+    import itertools
+    import random
+
+    rng = random.Random(7)
+    for _ in range(300):
+        n = rng.choice((3, 4, 5))
+        live = list(range(n))
+        lists = [tuple(rng.sample([*live, 9], rng.choice((1, 2, 3)))) for _ in range(rng.randint(2, 8))]
+        k = len(lists)
+        lo, hi = k // n, -(-k // n)
+        choices = [[b for b in reps if b in live] for reps in lists]
+        brute = any(all(lo <= pick.count(b) <= hi for b in live)
+                    for pick in map(list, itertools.product(*choices)))
+        assert plan_metrics.leaders_evenable(lists, live) == brute, (lists, n)
