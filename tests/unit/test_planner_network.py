@@ -258,9 +258,10 @@ def test_leadership_trades_for_leader_bytes_in_keep_network_out_within_its_bound
     leader bytes-in, and the 15 brokers leading them sit at the network-out goal's lower bound.
     Nearest the ideal leader bytes-in alone, network out refused 3,568 of the goal's leadership
     trades and the brokers ended at 1.189 x mean. Weighing more of each partner's leaderships,
-    filtered by both brokers' network-out room (trades._OUT_WINDOW): 1.164. Not the issue's
-    1.10: that needs replica moves carrying a hot leadership (the closing note of issue 9)."""
+    filtered by both brokers' network-out room (trades._OUT_WINDOW): 1.164. Where no partner
+    has such a trade, two transfers with different partners (trades.leader_relay): 1.134. Not
+    the issue's 1.10: that needs replica moves carrying a hot leadership (issue 9's notes)."""
     c = generate_cluster("crowded-xl", seed=6)
     result = plan_rebalance(c, options=PlannerOptions())
-    assert after(result, "leader_bytes_in")["max_over_mean"] <= 1.17
+    assert after(result, "leader_bytes_in")["max_over_mean"] <= 1.14
     assert after(result, "network_out")["max_over_mean"] <= 1.05
