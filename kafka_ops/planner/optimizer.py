@@ -150,6 +150,33 @@ def optimize(
                          leadership_only)
 
 
+def _restore_reorders(run: Run) -> bool:
+    """Honour max_leader_changes for partitions that moves left on their own brokers in a new
+    order: a replica moved away and others moved back (three moves of one goal can turn
+    [0, 1] into [1, 0]) is a pure reorder, a leader change the plan's moves never counted.
+    Follower-only reorders change nothing and go back always; leader reorders beyond the cap
+    go back to the original order (those whose original leader may not lead stay). True if
+    any leadership went back."""
+    st = run.state
+    reordered = [p for p in range(st.np)
+                 if st.replicas[p] != st.original[p] and sorted(st.replicas[p]) == sorted(st.original[p])]
+    led = []
+    for p in reordered:
+        if st.replicas[p][0] == st.original[p][0]:
+            st.replicas[p][:] = st.original[p]
+        else:
+            led.append(p)
+    cap = run.options.max_leader_changes
+    if cap is None or len(led) <= cap:
+        return False
+    may_lead = [p for p in led if st.eligible[st.original[p][0]] and not st.demoted[st.original[p][0]]]
+    keep = len(led) - len(may_lead)
+    for p in may_lead[max(0, cap - keep):]:
+        st.make_leader(p, st.original[p][0])
+        st.replicas[p][:] = st.original[p]
+    return True
+
+
 def _optimize(state: WorkingState, options: PlannerOptions, mode: str,
               movable: Callable[[int], bool] | None, destinations: Iterable[int] | None,
               prepare: Callable[[Run], None] | None, soft: bool, fix: tuple[str, ...] | None,
@@ -181,18 +208,22 @@ def _optimize(state: WorkingState, options: PlannerOptions, mode: str,
             raise greedy from None  # the caps leave too little room: the greedy error says where
     seconds = {"hard goals": time.perf_counter() - started}
     worse: list[str] = []
+    starts: dict[str, float] = {}
     for goal in goals:
         t0 = time.perf_counter()
-        start = goal.imbalance(run)
+        starts[goal.name] = goal.imbalance(run)
         goal.optimize(run)
         seconds[goal.name] = time.perf_counter() - t0
-        if goal.imbalance(run) > start + 1e-9:
+        if goal.imbalance(run) > starts[goal.name] + 1e-9:
             worse.append(goal.name)
         run.vetoes.append(goal)
     if goals:
         t0 = time.perf_counter()
         save_bytes(run)
         seconds["byte savings"] = time.perf_counter() - t0
+    if _restore_reorders(run):
+        worse.extend(g.name for g in goals
+                     if g.name not in worse and g.imbalance(run) > starts[g.name] + 1e-9)
     check_hard_goals(run, fixing)
     results = [
         GoalResult(g.name, g.hard, before[g.name], g.measure(run), g.name in worse)
