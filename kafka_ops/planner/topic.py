@@ -543,7 +543,7 @@ class TopicGoal:
                        trades: dict[tuple[int, int], list[int]]) -> bool:
         """Leadership changes that keep every leader count, all or none, if every goal agrees."""
         if not (self._loads_ok(run, changes)
-                and all(g.accepts_leaderships(run, changes) for g in run.vetoes)
+                and all(g.accepts_leaderships(run, changes) for g in run.leadership_vetoes())
                 and run.room_for_leader_change(len(changes))):
             return False
         for part, _, new in changes:
@@ -592,7 +592,7 @@ class TopicGoal:
                 run.memo[_TRIANGLES_KEY] = budget
                 changes = [(p, s, d), (q, d, x), (back, x, s)]
                 if not (self._loads_ok(run, changes)
-                        and all(g.accepts_leaderships(run, changes) for g in run.vetoes)):
+                        and all(g.accepts_leaderships(run, changes) for g in run.leadership_vetoes())):
                     continue
                 if not run.room_for_leader_change(3):
                     return False
