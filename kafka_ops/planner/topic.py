@@ -15,21 +15,23 @@ import numpy as np
 
 from kafka_ops.planner.context import Move, Run
 from kafka_ops.planner.state import Grouped
+from kafka_ops.planner.topic_paths import TOP as _TOP
+from kafka_ops.planner.topic_paths import topic_path
 from kafka_ops.planner.topic_swaps import _BYTES_CAP, _MOVES_CAP, TopicSpreader, plan_bounds
 from kafka_ops.planner.trades import vetoing
 
 _TRADES = 64  # partitions a follower leads that are weighed for a leadership trade
-_TOP = ("topic_leader_top", 0)  # run.memo key: the leader loads' highest at the goal's start
 _CHAIN = 4  # longest chain of one topic's partitions a leadership is passed along
 _THIRDS = 48  # third brokers weighed for a triangle
 _ROUNDS = 4  # passes over the topics still out of bounds
 _CYCLES = 2  # (partition, new leader) options tried as a triangle when no trade is found
 _PATH_NODES = 2048  # nodes an augmenting path search expands (breadth first) before giving up
 # ... and the replicas all searches of a run may scan: a search that finds no way costs its
-# whole reach, over a second each on xl (seed 0 uncapped: 386 s, leaving 97 topics over one
-# apart instead of 191). This much evens medium seed 0 from 46 to 19 (0.5 s; of the 19,
-# leadership alone could even one: the rest need replica moves) and costs xl about 2 s.
-_BUDGET = 1_000_000
+# whole reach, over a second each on xl (seed 0 uncapped: 386 s). The topic's own alternating
+# paths (topic_paths.py), tried first, find nearly all it finds (xl seed 0: 91 topics over one
+# apart with this budget or the 1,000,000 it had before them, 1.0 s less); it remains for the
+# paths through other topics' nodes that small clusters need.
+_BUDGET = 300_000
 _BUDGET_KEY = ("topic_leader_paths", 0)
 # Triangles weighed per run: where leader loads sit at their bounds nearly every triangle is
 # refused (crowded-xl seed 6: 388,000 weighed, 9.7 s, where xl seed 0 weighs 17,000 and crowded-xl seed 0 12,000).
@@ -331,7 +333,8 @@ class TopicGoal:
         Directly if the earlier goals allow it; else as a trade: the new leader d hands the old
         one s the leadership of a partition of another topic u in return, chosen so that u gets
         no worse (even better when d leads too many of u). A trade keeps both brokers' leader
-        counts, which the leader count goal has already evened out.
+        counts, which the leader count goal has already evened out. Then along a path of t's own
+        partitions (topic_paths.py), and last the triangles, chains and augmenting paths.
         """
         st = run.state
         nb, counts = st.nb, st.topic_leaders
@@ -367,6 +370,8 @@ class TopicGoal:
                 trades.setdefault((s, d), []).append(best)
                 trades.setdefault((d, s), []).append(p)
                 return True
+        if topic_path(self, run, t, b, (lo, hi), on, trades, pull):
+            return True
         for p, s, d in options[:_CYCLES]:
             if self._cycle(run, p, s, d, on_broker, trades):
                 return True
