@@ -313,14 +313,19 @@ class TopicGoal:
         at the goal's start (the earlier goals' bands would allow more: "not worse")."""
         st = run.state
         top = run.memo[_TOP]
-        for name, item in (("network_out", st.leader_out), ("leader_bytes_in", st.bytes_in.__getitem__)):
-            load = st.load(name)
-            delta: dict[int, float] = {}
-            for p, old, new in changes:
-                x = item(p)
-                delta[old] = delta.get(old, 0.0) - x
-                delta[new] = delta.get(new, 0.0) + x
-            if any(d > 0 and load[b] + d > top[name] for b, d in delta.items()):
+        b_in, b_out, reps = st.bytes_in, st.bytes_out, st.replicas
+        d_out: dict[int, float] = {}
+        d_in: dict[int, float] = {}
+        for p, old, new in changes:  # leader_out(p) and bytes_in[p], in one pass (hot: 180,000 calls on xl)
+            x = b_out[p] + b_in[p] * (len(reps[p]) - 1)
+            d_out[old] = d_out.get(old, 0.0) - x
+            d_out[new] = d_out.get(new, 0.0) + x
+            y = b_in[p]
+            d_in[old] = d_in.get(old, 0.0) - y
+            d_in[new] = d_in.get(new, 0.0) + y
+        for name, delta in (("network_out", d_out), ("leader_bytes_in", d_in)):
+            load, limit = st.load(name), top[name]
+            if any(d > 0 and load[b] + d > limit for b, d in delta.items()):
                 return False
         return True
 
