@@ -106,8 +106,8 @@ def _close(goal: _Goal, run: Run, t: int, s: int, e: int, chain: list[Move],
         return True  # where the leader count goal leaves room
 
     def fits(q: int, a: int, b: int) -> bool:
-        """q passing a -> b: a's loads fall by q's and b's rise by it, each within room (a
-        third broker, neither giver nor taker, has room to spare by the loads' highest)."""
+        """q passing a -> b: a's loads fall by q's and b's rise by it, each within the ends'
+        room (a third broker's loads are left to the full check of the change set)."""
         for name, r in room.items():
             x = st.leader_out(q) if name == "network_out" else st.bytes_in[q]
             if (a in r and x < r[a][0]) or (b in r and x > r[b][1]):
@@ -134,6 +134,7 @@ def _close(goal: _Goal, run: Run, t: int, s: int, e: int, chain: list[Move],
 
 
 def _apply(goal: _Goal, run: Run, changes: list[Move], trades: dict[tuple[int, int], list[int]]) -> bool:
+    """The change set, all or none, if every goal agrees; each try counts against _BUDGET."""
     run.memo[_BUDGET_KEY] = run.memo.get(_BUDGET_KEY, _BUDGET) - 1
     return goal._apply_changes(run, changes, trades)
 
