@@ -316,7 +316,8 @@ class TopicGoal:
         b_in, b_out, reps = st.bytes_in, st.bytes_out, st.replicas
         d_out: dict[int, float] = {}
         d_in: dict[int, float] = {}
-        for p, old, new in changes:  # leader_out(p) and bytes_in[p], in one pass (hot: 180,000 calls on xl)
+        # leader_out(p) and bytes_in[p] in one pass (hot: 180,000 calls on crowded-xl seed 6)
+        for p, old, new in changes:
             x = b_out[p] + b_in[p] * (len(reps[p]) - 1)
             d_out[old] = d_out.get(old, 0.0) - x
             d_out[new] = d_out.get(new, 0.0) + x
