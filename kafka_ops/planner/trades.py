@@ -80,6 +80,8 @@ class BrokerReplicas:
         self._cache: dict[int, tuple[np.ndarray, ...]] = {}
         self.racks = (RackRoom(run, matrix) if any(v.name == "rack_awareness" for v in run.vetoes)
                       else None)
+        # Per broker, per rack: toward()'s arrays (the replicas that may go to that rack).
+        self._toward: dict[int, dict[int, tuple[np.ndarray, ...]]] = {}
 
     def moved(self, moves: Sequence[Move]) -> None:
         """Keep the index in step with moves just made."""
@@ -92,6 +94,9 @@ class BrokerReplicas:
                 self.racks.moved(p)
             self._cache.pop(src, None)
             self._cache.pop(dst, None)
+            # p's racks changed: whether its replicas may cross changed on all its brokers.
+            for b in (src, *reps[p]):
+                self._toward.pop(b, None)
 
     def arrays(self, b: int) -> tuple[np.ndarray, ...]:
         """(partitions, loads, sizes, is-leader, on-an-original-broker) sorted by load, and
@@ -112,6 +117,23 @@ class BrokerReplicas:
                 np.argsort(self.size[parr], kind="stable"),
             )
         return self._cache[b]
+
+
+    def toward(self, b: int, other: int) -> tuple[np.ndarray, ...]:
+        """(partitions, loads, sizes, is-leader, bytes a move copies) of arrays(b), kept to the
+        replicas the rack rule lets go to broker ``other``, and the order of their sizes."""
+        racks = self.racks
+        rack = -1 if racks is None or racks.rack[other] == racks.rack[b] else int(racks.rack[other])
+        per_rack = self._toward.setdefault(b, {})
+        if rack not in per_rack:
+            ps, xs, ss, ls, os_, by_size = self.arrays(b)
+            if racks is not None and (keep := racks.may_cross(ps, b, other)) is not None:
+                ps, xs, ss, ls, os_ = (a[keep] for a in (ps, xs, ss, ls, os_))
+                by_size = np.argsort(ss, kind="stable")
+            # A replica on a broker it started on costs its size when it moves; one that
+            # already moved in this plan costs nothing more (its copy is re-targeted).
+            per_rack[rack] = (ps, xs, ss, ls, ss * os_, by_size)
+        return per_rack[rack]
 
 
 class RackRoom:
@@ -210,33 +232,30 @@ def best_replica_swap(run: Run, reps: BrokerReplicas, src: int, dst: int, delta:
     wins (re-targeted replicas copy nothing).
     """
     st = run.state
-    ps, xs, ss, ls, os_, _ = reps.arrays(src)
-    pd, yd, sd, ld, od, by_size = reps.arrays(dst)
-    if reps.racks is not None:
-        if (out := reps.racks.may_cross(ps, src, dst)) is not None:
-            ps, xs, ss, ls, os_ = (a[out] for a in (ps, xs, ss, ls, os_))
-        if (back := reps.racks.may_cross(pd, dst, src)) is not None:
-            pd, yd, sd, ld, od = (a[back] for a in (pd, yd, sd, ld, od))
-            by_size = np.argsort(sd, kind="stable")
+    ps, xs, ss, ls, cs, _ = reps.toward(src, dst)
+    pd, yd, sd, ld, cd, by_size = reps.toward(dst, src)
     if not len(ps) or not len(pd):
         return None
+    # Windows of the destination's arrays as rows of strided views: one row copy per source
+    # replica, where gathering through an index matrix took most of the search's time.
     k = min(_WINDOW, len(pd))
-    centre = np.searchsorted(yd, xs - delta)
-    first = np.clip(centre - k // 2, 0, len(pd) - k)
-    j = first[:, None] + np.arange(k)[None, :]  # (n, k) destination indexes
+    first = np.clip(np.searchsorted(yd, xs - delta) - k // 2, 0, len(pd) - k)
+    y, role = _windows(yd, k, first), _windows(ld, k, first)
     slack = disk_slack(run, src, dst)
     if slack is not None:
         # ... and those nearest the size that keeps both disks in bounds: when the ideal load
         # is beyond every replica's, the lightest ones may all be too small to trade (a broker
         # at the disk goal's lower bound: large seed 1 ended network in at 1.075).
         sizes = sd[by_size]
-        centre = np.searchsorted(sizes, ss - (slack[0] + slack[1]) / 2)
-        first = np.clip(centre - k // 2, 0, len(pd) - k)
-        j = np.concatenate([j, by_size[first[:, None] + np.arange(k)[None, :]]], axis=1)
-    diff = xs[:, None] - yd[j]
-    ok = (diff > 0) & (diff < gap)
+        first2 = np.clip(np.searchsorted(sizes, ss - (slack[0] + slack[1]) / 2) - k // 2, 0, len(pd) - k)
+        y = np.concatenate([y, _windows(yd[by_size], k, first2)], axis=1)
+        role = np.concatenate([role, _windows(ld[by_size], k, first2)], axis=1)
+        size = np.concatenate([_windows(sd, k, first), _windows(sizes, k, first2)], axis=1)
+    diff = xs[:, None] - y
+    # A swap gains only below 2 delta (the gain filter below); this drops most before nonzero.
+    ok = (diff > 0) & (diff < min(gap, 2 * delta * (1 + 1e-9)))
     if slack is not None:
-        dsize = ss[:, None] - sd[j]
+        dsize = ss[:, None] - size
         ok &= (dsize >= slack[0] - 1) & (dsize <= slack[1] + 1)
     # Same role keeps both brokers' leader counts; a leader for a follower only where they allow.
     leaders = st.leaders
@@ -246,25 +265,28 @@ def best_replica_swap(run: Run, reps: BrokerReplicas, src: int, dst: int, delta:
         llo, lhi = lc.bounds(run, st.broker_group[src])
         mixed_sd = leaders[src] - 1 >= llo and leaders[dst] + 1 <= lhi  # src's leader goes
         mixed_ds = leaders[dst] - 1 >= llo and leaders[src] + 1 <= lhi
-    same = ls[:, None] == ld[j]
+    same = ls[:, None] == role
     role_ok = same
     if mixed_sd:
-        role_ok = role_ok | (ls[:, None] & ~ld[j])
+        role_ok = role_ok | (ls[:, None] & ~role)
     if mixed_ds:
-        role_ok = role_ok | (~ls[:, None] & ld[j])
+        role_ok = role_ok | (~ls[:, None] & role)
     ok &= role_ok
     if not ok.any():
         return None
-    rows, cols = np.nonzero(ok)
-    jj = j[rows, cols]
-    gain = delta - np.abs(diff[rows, cols] - delta)
+    flat = np.flatnonzero(ok)
+    rows, cols = np.divmod(flat, ok.shape[1])
+    # The destination index of each survivor: column c < k is first + c, else by_size's.
+    jj = first[rows] + cols
+    if slack is not None:
+        wide = cols >= k
+        jj[wide] = by_size[first2[rows[wide]] + cols[wide] - k]
+    gain = delta - np.abs(diff.ravel()[flat] - delta)
     good = gain > 0
     rows, jj, gain = rows[good], jj[good], gain[good]
     if not len(rows):
         return None
-    # Bytes newly copied: a replica on a broker it started on costs its size when it moves; one
-    # that already moved in this plan costs nothing more (its copy is re-targeted).
-    cost = ss[rows] * os_[rows] + sd[jj] * od[jj]
+    cost = cs[rows] + cd[jj]  # bytes newly copied
     keep = (gain >= _EFFICIENT * gain.max()) | ((cost <= 0) & (gain >= _FREE_EFFICIENT * gain.max()))
     rows, jj, gain, cost = rows[keep], jj[keep], gain[keep], cost[keep]
     order = np.lexsort((-gain, cost / gain))[:_TRY * 4].tolist()
@@ -285,6 +307,11 @@ def best_replica_swap(run: Run, reps: BrokerReplicas, src: int, dst: int, delta:
         if can_trade(run, a, b):
             return a, b
     return None
+
+
+def _windows(a: np.ndarray, k: int, first: np.ndarray) -> np.ndarray:
+    """(len(first), k): row i is a[first[i]:first[i] + k]."""
+    return np.lib.stride_tricks.sliding_window_view(a, k)[first]
 
 
 def trade_cost(st: WorkingState, moves: Sequence[Move]) -> tuple[int, int]:
