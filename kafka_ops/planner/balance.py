@@ -116,7 +116,8 @@ class BalanceGoal:
         lo, hi = self.bounds(run, g)
         return (lo, hi) if lo <= run.state.load(self.resource)[b] <= hi else self.kept(run, g)
 
-    def _ok(self, run: Run, deltas: dict[int, float]) -> bool:
+    def accepts_deltas(self, run: Run, deltas: Mapping[int, float]) -> bool:
+        """Brokers' loads changed by these amounts stay within limits() (or move toward them)."""
         st = run.state
         load = st.load(self.resource)
         for b, d in deltas.items():
@@ -137,13 +138,13 @@ class BalanceGoal:
             if x:
                 deltas[src] = deltas.get(src, 0) - x
                 deltas[dst] = deltas.get(dst, 0) + x
-        return self._ok(run, deltas)
+        return self.accepts_deltas(run, deltas)
 
     def accepts_leadership(self, run: Run, p: int, old: int, new: int) -> bool:
         if not self.leader_only:
             return True
         x = self.item_load(run.state, p, True)
-        return self._ok(run, {old: -x, new: x})
+        return self.accepts_deltas(run, {old: -x, new: x})
 
     def accepts_leaderships(self, run: Run, changes: Sequence[Move]) -> bool:
         if not self.leader_only:
@@ -153,7 +154,7 @@ class BalanceGoal:
             x = self.item_load(run.state, p, True)
             deltas[old] = deltas.get(old, 0) - x
             deltas[new] = deltas.get(new, 0) + x
-        return self._ok(run, deltas)
+        return self.accepts_deltas(run, deltas)
 
     # -- reporting -----------------------------------------------------------------------
     def measure(self, run: Run) -> dict[str, float]:
