@@ -18,10 +18,10 @@ from operator import itemgetter
 import numpy as np
 
 from kafka_ops.planner.context import Move, Run
+from kafka_ops.planner.leader_loads import balance_leader_load
 from kafka_ops.planner.state import WorkingState
 from kafka_ops.planner.trades import (
     BrokerReplicas,
-    balance_leader_load,
     best_replica_swap,
     trade_cost,
     unreachable,

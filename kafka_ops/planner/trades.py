@@ -18,7 +18,6 @@ this plan may be re-targeted, since the plan copies it once, to its final broker
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Protocol, cast
 
@@ -324,7 +323,7 @@ def trade_cost(st: WorkingState, moves: Sequence[Move]) -> tuple[int, int]:
     return n, b
 
 
-class _LeaderLoads:
+class LeaderLoads:
     """What the leader-load goal weighs per partition, once per run, and the topics' leader ranges."""
 
     def __init__(self, goal: BalanceGoal, run: Run, g: int, n: int) -> None:
@@ -334,9 +333,11 @@ class _LeaderLoads:
         self.resource = goal.resource
         self.nout: np.ndarray | None = None  # each partition's leader out, when first needed
         totals: dict[int, int] = {}
+        self.in_group = np.zeros(st.np, bool)
         for p in range(st.np):
             if st.group_of(p) == g:
                 totals[st.topic[p]] = totals.get(st.topic[p], 0) + 1
+                self.in_group[p] = True
         self.ranges = {t: (c // n, -(-c // n)) for t, c in totals.items()}
         self.on = run.replicas_on()
         # Replica lists as a padded matrix (leadership changes reorder them, never change them).
@@ -369,6 +370,24 @@ class _LeaderLoads:
         for p in ps:
             self.leader[p] = st.replicas[p][0]
 
+    def leader_out(self, st: WorkingState) -> np.ndarray:
+        """Each partition's network out as leader (st.leader_out), computed on first use."""
+        if self.nout is None:
+            rf = np.fromiter(map(len, st.replicas), dtype=np.int64, count=st.np)
+            self.nout = np.array(st.bytes_out, float) + np.array(st.bytes_in, float) * (rf - 1)
+        return self.nout
+
+    def moved(self, st: WorkingState, moves: Sequence[Move]) -> None:
+        """Replicas moved (leader_loads.leader_replica_swap): their lists and leaders changed."""
+        for p, src, dst in moves:
+            self.on[src].remove(p)
+            self.on[dst].append(p)
+            self._on.pop(src, None)
+            self._on.pop(dst, None)
+            row = st.replicas[p]
+            self.reps[p, :len(row)] = row
+            self.leader[p] = row[0]
+
     def crowding(self, st: WorkingState, p: int, old: int, new: int) -> int:
         """How much p's leadership passing from old to new crowds its topic (negative: evens it)."""
         t = st.topic[p]
@@ -378,66 +397,7 @@ class _LeaderLoads:
         return (on_new + 1 > hi) + (on_old - 1 < lo) - (on_new < lo) - (on_old > hi)
 
 
-def balance_leader_load(goal: BalanceGoal, run: Run, g: int) -> None:
-    """Even out a leader load (network out, leader bytes-in) by moving leadership only.
-
-    Single transfers where the leader count goal allows them (from a broker at its upper count
-    bound to one at its lower), else leadership trades between two brokers (leader_swap).
-    """
-    st = run.state
-    load = st.load(goal.resource)
-    brokers = run.group_brokers(g)
-    members = set(brokers)
-    mean = sum(load[b] for b in brokers) / len(brokers)
-    loads = _LeaderLoads(goal, run, g, len(brokers))
-    on = loads.on
-    lc = vetoing(run, "leaders")
-    stuck: set[int] = set()
-    while (worst := goal._worst(run, g, stuck)) is not None:
-        w, above = worst
-        if _leader_transfer(run, loads, lc, w, above, members, on, load, mean):
-            continue
-        bounds = goal.bounds(run, g)
-        if not (leader_swap(run, loads, w, above, members, load, mean, bounds)
-                or leader_relay(run, loads, lc, w, above, load, mean, bounds)):
-            stuck.add(w)
-        if run.capped:
-            return
-
-
-def _leader_transfer(run: Run, loads: _LeaderLoads, lc: BalanceGoal | None, w: int, above: bool,
-                     members: set[int], on: list[list[int]], load: Sequence[float],
-                     mean: float) -> bool:
-    """One leadership transfer off (or onto) w that the leader counts allow; True if made."""
-    st = run.state
-    leaders = st.leaders
-    llo, lhi = (lc.bounds(run, st.broker_group[w])
-                if lc is not None else (-math.inf, math.inf))
-    if (leaders[w] - 1 < llo) if above else (leaders[w] + 1 > lhi):
-        return False
-    found: list[tuple[float, int, int]] = []
-    for p in on[w]:
-        reps = st.replicas[p]
-        if above != (reps[0] == w) or not run.partition_movable[p]:
-            continue
-        x = loads.load[p]
-        for b in (reps[1:] if above else reps[:1]):
-            if b not in members or ((leaders[b] + 1 > lhi) if above else (leaders[b] - 1 < llo)):
-                continue
-            heavy, light = (w, b) if above else (b, w)
-            if not 0 < x < load[heavy] - load[light]:
-                continue
-            delta = min(abs(load[w] - mean), abs(load[b] - mean)) or x
-            found.append((abs(x - delta), p, light))
-    found.sort()
-    for _, p, light in found[:_TRY]:
-        if run.try_lead(p, light):
-            loads.changed(st, p)
-            return True
-    return False
-
-
-def leader_swap(run: Run, loads: _LeaderLoads, w: int, above: bool, members: set[int],
+def leader_swap(run: Run, loads: LeaderLoads, w: int, above: bool, members: set[int],
                 load: Sequence[float], mean: float,
                 bounds: tuple[float, float]) -> bool:
     """Trade leaderships between w and one broker: p from the heavier to the lighter, q back.
@@ -521,7 +481,7 @@ def leader_swap(run: Run, loads: _LeaderLoads, w: int, above: bool, members: set
     return False
 
 
-def leader_relay(run: Run, loads: _LeaderLoads, lc: BalanceGoal | None, w: int, above: bool,
+def leader_relay(run: Run, loads: LeaderLoads, lc: BalanceGoal | None, w: int, above: bool,
                  load: Sequence[float], mean: float, bounds: tuple[float, float]) -> bool:
     """Two leadership transfers through w with different partners: w passes g to a follower b
     and takes t from its leader c (b leads one more, c one fewer, w as many).
@@ -606,28 +566,31 @@ def leader_relay(run: Run, loads: _LeaderLoads, lc: BalanceGoal | None, w: int, 
     return made > 0
 
 
-def _out_slack(run: Run, loads: _LeaderLoads, w: int
+def _out_slack(run: Run, loads: LeaderLoads, w: int
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """When the network-out goal vetoes another leader load's trades: per broker, how much
     its network out may fall and rise (lo <= 0 <= hi, as arrays), and each partition's leader
     out. None when it does not veto (or is the goal trading)."""
-    net = vetoing(run, "network_out")
-    if net is None or loads.resource == "network_out":
+    room = load_room(run, "network_out", run.state.broker_group[w], loads.resource)
+    return None if room is None else (*room, loads.leader_out(run.state))
+
+
+def load_room(run: Run, resource: str, g: int, trading: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per broker, how far the goal of ``resource`` lets its load fall and rise (lo <= 0 <= hi:
+    BalanceGoal.limits for every broker of group g at once, no limit elsewhere), or None when
+    that goal does not veto (or is the goal trading)."""
+    goal = vetoing(run, resource)
+    if goal is None or resource == trading:
         return None
     st = run.state
-    g = st.broker_group[w]
-    now = np.asarray(st.load("network_out"), float)
-    # BalanceGoal.limits for every broker of the group at once; no limit elsewhere.
-    lo, hi = net.bounds(run, g)
-    kept_lo, kept_hi = net.kept(run, g)
+    now = np.asarray(st.load(resource), float)
+    lo, hi = goal.bounds(run, g)
+    kept_lo, kept_hi = goal.kept(run, g)
     inside = (now >= lo) & (now <= hi)
     member = np.asarray(st.broker_group) == g
     lim = np.where(member[:, None], np.where(inside[:, None], [lo, hi], [kept_lo, kept_hi]),
                    [-np.inf, np.inf])
-    if loads.nout is None:
-        rf = np.fromiter(map(len, st.replicas), dtype=np.int64, count=st.np)
-        loads.nout = np.array(st.bytes_out, float) + np.array(st.bytes_in, float) * (rf - 1)
-    return lim[:, 0] - now, lim[:, 1] - now, loads.nout
+    return lim[:, 0] - now, lim[:, 1] - now
 
 
 def unreachable(goal: BalanceGoal, run: Run, g: int) -> str | None:
