@@ -261,7 +261,7 @@ def test_leadership_trades_for_leader_bytes_in_keep_network_out_within_its_bound
     filtered by both brokers' network-out room (trades._OUT_WINDOW): 1.164. Where no partner
     has such a trade, two transfers with different partners (trades.leader_relay): 1.134. The
     issue's 1.10 takes replica moves carrying a hot leadership to a broker with room
-    (leader_loads.leader_replica_swap: ten swaps); the summary then warns of nothing."""
+    (leader_loads.leader_replica_swap: seven swaps); the summary then warns of nothing."""
     c = generate_cluster("crowded-xl", seed=6)
     result = plan_rebalance(c, options=PlannerOptions())
     assert after(result, "leader_bytes_in")["max_over_mean"] <= 1.10 + 1e-9
