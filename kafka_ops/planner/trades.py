@@ -117,7 +117,6 @@ class BrokerReplicas:
             )
         return self._cache[b]
 
-
     def toward(self, b: int, other: int) -> tuple[np.ndarray, ...]:
         """(partitions, loads, sizes, is-leader, bytes a move copies) of arrays(b), kept to the
         replicas the rack rule lets go to broker ``other``, and the order of their sizes."""
@@ -340,7 +339,8 @@ class LeaderLoads:
                 self.in_group[p] = True
         self.ranges = {t: (c // n, -(-c // n)) for t, c in totals.items()}
         self.on = run.replicas_on()
-        # Replica lists as a padded matrix (leadership changes reorder them, never change them).
+        # Replica lists as a padded matrix (leadership changes reorder them; moved() keeps them
+        # in step with the replica moves of leader_loads.leader_replica_swap).
         self.reps = st.replica_matrix()
         self.leader = self.reps[:, 0].copy()
         self.movable = np.array(run.partition_movable, bool)
