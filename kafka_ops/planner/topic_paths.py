@@ -123,8 +123,9 @@ def _close(goal: _Goal, run: Run, t: int, s: int, e: int, chain: list[Move],
         if x in (giver, taker) or not trades.get((giver, x)) or not trades.get((x, taker)):
             continue
         thirds += 1
-        for q in _hands(run, trades, giver, x, ok, 2):
-            for r in _hands(run, trades, x, taker, ok, 2):
+        onward = _hands(run, trades, x, taker, ok, 2)  # once: nothing changes until one applies
+        for q in _hands(run, trades, giver, x, ok, 2) if onward else ():
+            for r in onward:
                 if (st.topic[q] != st.topic[r] and fits(q, giver, x) and fits(r, x, taker)
                         and _apply(goal, run, [*chain, (q, giver, x), (r, x, taker)], trades)):
                     return True
