@@ -134,7 +134,7 @@ def _stand_in(run: Run, reps: BrokerReplicas, topics: _TopicRoom | None, p: int,
     lo, hi = (-np.inf, np.inf) if slack is None else slack
     if hi <= 0:
         return None  # home may not gain a byte: only a stand-in as large or larger would fit
-    pd, _, sd, ld, od, _ = reps.arrays(home)
+    pd, _, sd, ld, od = reps.arrays(home)
     start = int(np.searchsorted(sd, size - hi - 1))
     end = min(int(np.searchsorted(sd, size - lo + 1, side="right")), start + _SCAN)
     pd, sd, ld, od = pd[start:end], sd[start:end], ld[start:end], od[start:end]
