@@ -643,7 +643,12 @@ def unreachable(goal: BalanceGoal, run: Run, g: int) -> str | None:
     worst = max(brokers, key=lambda b: (load[b], -b))
     if load[worst] <= hi * (1 + 1e-9):
         return None
+    limit = f"{round(hi / mean, 3):g}"
     ps = [p for p in range(st.np) if st.group_of(p) == g]
+    if not ps:  # the load is other pools' partitions, on the group's brokers only while in flight
+        return (f"{goal.name}: {limit} not reached: broker {st.broker_ids[worst]} ends at "
+                f"{load[worst] / mean:.3f}x the mean, all of it partitions of other pools that stay "
+                f"where they are in this plan (reassignments in flight)")
     if goal.leader_only:
         items = [goal.item_load(st, p, True) for p in ps]
         share = len(ps) // len(brokers)
@@ -651,9 +656,7 @@ def unreachable(goal: BalanceGoal, run: Run, g: int) -> str | None:
         items = [goal.item_load(st, p, False) for p in ps for _ in st.replicas[p]]
         share = len(items) // len(brokers)
     x, p = max((goal.item_load(st, p, True), p) for p in ps)
-    bound = hi / mean
     floor_load = x + sum(sorted(items)[:max(0, share - 1)])
-    limit = f"{round(bound, 3):g}"
     if floor_load > hi:
         return (f"{goal.name}: {st.tps[p]} alone is {x / mean:.2f}x a broker's mean; with its "
                 f"share of {'leaders' if goal.leader_only else 'replicas'} the broker holding it "

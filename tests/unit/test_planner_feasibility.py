@@ -233,6 +233,22 @@ def test_in_flight_partition_is_skipped_and_planned_from_its_target() -> None:
     assert counts[3] + counts[4] >= 3
 
 
+def test_a_pool_whose_only_load_is_another_pools_partition_in_flight() -> None:
+    # Found by a fresh random run of the oracle test: t0-0 (pool even) is moving onto broker 1
+    # (pool odd), which has no topics of its own. The plan leaves the partition in flight where
+    # it is; the disk goal's summary of pool odd crashed looking for odd's largest partition.
+    gib = 1024**3
+    pools = PoolSet([Pool("even", frozenset({0, 2}), topics=("t0",)), Pool("odd", frozenset({1, 3}))])
+    cluster = ClusterModel([Broker(b) for b in range(4)], [
+        Partition("t0", 0, (0, 1), 0, (0, 1), size_bytes=gib, adding_replicas=(1,), removing_replicas=(0,))])
+    result = plan_rebalance(cluster, pools)
+    assert result.plan.replicas == {}
+    warnings = "\n".join(result.summary.warnings)
+    assert "t0-0" in warnings and "in flight" in warnings
+    assert "disk: 1.025 not reached: broker 1 ends at 2.000x the mean" in warnings
+    assert "other pools" in warnings
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0])
 def test_grown_cluster_with_hand_crowded_racks_and_a_dead_broker_is_planned(seed: int) -> None:
