@@ -28,6 +28,9 @@ from kafka_ops.planner.trades import (
 )
 
 _SCAN = 24  # candidates examined around the ideal size before settling for the best seen
+_RELAY_TAKERS = 4  # light brokers of other racks a stuck broker relays load to ...
+_RELAY_VIA = 4  # ... each through at most this many brokers of the taker's rack
+_RELAYS_PER_BROKER = 4  # relays a goal makes at most, per broker of the group
 _VECTOR_MIN = 20_000  # partitions from which the leader count goal's taking side scans with numpy
 _VECTOR_SCAN = 64  # ... a broker following at least this many partitions
 _GOOD = 0.5  # a trade closing this share of its pair's gap ends the search for partners ...
@@ -230,6 +233,7 @@ class BalanceGoal:
 
         mean = sum(load[b] for b in brokers) / len(brokers)
         stuck: set[int] = set()
+        relays = _RELAYS_PER_BROKER * len(brokers)  # each lowers the highest: bounded all the same
         while (worst := self._worst(run, g, stuck)) is not None:
             w, above = worst
             # Partners: every broker with room inside the bounds, the furthest from w first. The
@@ -253,6 +257,9 @@ class BalanceGoal:
                     (w, d, (load[w] - load[d]) / 2)
                     for d in sorted(brokers, key=lambda b: (rack[b] != rack[w], load[b], b))
                     if load[d] < load[w]], _LEAST * mean)
+            relay = action is None and above and reps.racks is not None and relays > 0
+            if relay:
+                action = self._rack_relay(run, reps, w, brokers, mean)
             if action is None:
                 stuck.add(w)
                 continue
@@ -268,6 +275,48 @@ class BalanceGoal:
                 if i < len(lst) and lst[i] == item:
                     del lst[i]
             reps.moved(action)
+            if relay:  # a rack's load changed: brokers given up on may trade again
+                relays -= 1
+                stuck.clear()
+
+    def _rack_relay(self, run: Run, reps: BrokerReplicas, w: int, brokers: Sequence[int],
+                    mean: float) -> tuple[Move, ...] | None:
+        """For w above the bound with no trade of its own: load to a light broker d of another
+        rack through a broker m of d's rack. w swaps with m (a replica that may enter d's rack
+        for one of m's that may leave it), then m swaps with d inside their rack, ending no
+        higher than the bound or where it was.
+
+        The rack rule pins a replica of every partition with one per rack: a rack holding
+        little of what may cross (its brokers filled with such replicas by the count goal) can
+        neither give nor take, and its lightest brokers none at all, while its fuller brokers
+        still hold some that may (crowded-medium seed 43: one rack at 0.77 x the mean disk,
+        the brokers of another stuck at 1.176).
+        """
+        st = run.state
+        load = st.load(self.resource)
+        _, hi = self.bounds(run, st.broker_group[w])
+        rack = st.rack
+        takers = sorted((b for b in brokers if rack[b] != rack[w] and load[b] < mean),
+                        key=lambda b: (load[b], b))[:_RELAY_TAKERS]
+        for d in takers:
+            delta = min(load[w] - mean, mean - load[d])
+            vias = sorted((m for m in brokers if rack[m] == rack[d] and load[d] < load[m] < load[w]),
+                          key=lambda b: (-load[b], b))[:_RELAY_VIA]
+            for m in vias:
+                first = best_replica_swap(run, reps, w, m, delta, load[w] - load[m])
+                if first is None:
+                    continue
+                before = load[m]
+                _apply(st, reps, first)
+                moved = load[m] - before
+                second = (best_replica_swap(run, reps, m, d, moved, load[m] - load[d])
+                          if moved > _LEAST * mean else None)
+                ok = (second is not None
+                      and load[m] - self._moved_load(st, second, m) <= max(hi, before))
+                _apply(st, reps, tuple((p, b, a) for p, a, b in reversed(first)))
+                if ok and second is not None:
+                    return (*first, *second)
+        return None
 
     def _trade(self, run: Run, reps: BrokerReplicas,
                cands_of: Callable[[int], list[tuple[float, int]]],
@@ -853,3 +902,10 @@ def _topic_leader_ranges(st: WorkingState, g: int, n: int) -> dict[int, tuple[in
         if st.group_of_topic[t] == g:
             totals[t] = totals.get(t, 0) + 1
     return {t: (c // n, -(-c // n)) for t, c in totals.items()}
+
+
+def _apply(st: WorkingState, reps: BrokerReplicas, moves: Sequence[Move]) -> None:
+    """Make moves in the state and the trade index (a trial: the caller takes them back)."""
+    for p, src, dst in moves:
+        st.move(p, src, dst)
+    reps.moved(moves)
