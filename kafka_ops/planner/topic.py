@@ -628,11 +628,14 @@ def _leader_deltas(run: Run, changes: Sequence[Move]) -> dict[str, dict[int, flo
         d_in[old] = d_in.get(old, 0) - y
         d_in[new] = d_in.get(new, 0) + y
     top = run.memo[_TOP]
-    for name, delta in (("network_out", d_out), ("leader_bytes_in", d_in)):
-        load, limit = st.load(name), top[name]
-        for b, d in delta.items():
-            if d > 0 and load[b] + d > limit:
-                return None
+    load, limit = st.load("network_out"), top["network_out"]
+    for b, d in d_out.items():
+        if d > 0 and load[b] + d > limit:
+            return None
+    load, limit = st.load("leader_bytes_in"), top["leader_bytes_in"]
+    for b, d in d_in.items():
+        if d > 0 and load[b] + d > limit:
+            return None
     return {"network_out": d_out, "leader_bytes_in": d_in}
 
 
