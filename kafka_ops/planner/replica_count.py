@@ -34,6 +34,10 @@ _SEARCHES = 10_000  # searches a pass aims at: a pass of more moves batches them
 _BATCH = 16  # ... up to this many replicas per search of one giver and one taker ...
 _SPAN = 2  # ... one per this many replicas both are from the limit
 _RELAYS = 48  # (taker, third broker) pairs a source with no direct move tries at most
+# A rack above its share of replicas with fewer than this many times the excess in replicas
+# that may leave it keeps those for moves to other racks (_short_racks; the crowded-medium
+# seeds 0-47 have 1.3-2.1x, the medium ones 15x and more).
+_SHORT = 4
 _TAKERS_TRIED = 3  # a rack's emptiest takers a source weighs per move (2: spread / 2x floor 1.006,
 # mean of seeds 0-7 of medium and crowded-medium; 3: 0.996; 4: 1.004)
 
@@ -148,7 +152,8 @@ class ReplicaCountGoal(BalanceGoal):
         cands.update((b, by_broker.slice(i)) for i, b in enumerate(by_broker.keys))
         lo, hi = self.bounds(run, g)
         n = len(brokers)
-        mean = _Means(sum(st.count[b] for b in brokers) / n, sum(st.disk[b] for b in brokers) / n)
+        mean = _Means(sum(st.count[b] for b in brokers) / n, sum(st.disk[b] for b in brokers) / n,
+                      *_short_racks(st, brokers, on))
         topics = _TopicIndex(st, cands)
         self._topic_steps(run, brokers, cands, mean, topics, lo, hi)
         # First brokers above the upper bound give to the emptiest; then brokers below the lower
@@ -183,8 +188,9 @@ class ReplicaCountGoal(BalanceGoal):
             on = topics.on(t, s) if topics.holds(t, s) else None
             if not on:
                 return None
-            desired, near, room = _wish(st, cands[s], s, d, mean)
+            desired, near, room, _ = _wish(st, cands[s], s, d, mean)
             far = _FAR * near
+            keep_cross = _crossing_kept(st, s, d, mean)
             lm = topics.lead_mean[t]
             ls, ld = topics.lead_on[s].get(t, 0), topics.lead_on[d].get(t, 0)
             # A leader replica takes its leadership along: within "near" of the ideal size, the
@@ -195,7 +201,8 @@ class ReplicaCountGoal(BalanceGoal):
                 err = abs(x - desired)
                 if best is not None and err > near:
                     break
-                if (err > far and x > room) or p in taken or not run.can_move(p, s, d):
+                if ((err > far and x > room) or len(st.replicas[p]) < keep_cross or p in taken
+                        or not run.can_move(p, s, d)):
                     continue
                 key = (lead if st.replicas[p][0] == s else 0.0, err)
                 if best is None or key < best[0]:
@@ -377,7 +384,7 @@ class ReplicaCountGoal(BalanceGoal):
         """
         st = run.state
         vet = vet or cap == 1
-        desired, near, room = _wish(st, by_size, s, d, mean)
+        desired, near, room, far_cost = _wish(st, by_size, s, d, mean)
         # A size beyond ``far`` costs _FAR_COST unless it fits both brokers' disk gaps (``room``):
         # a giant replica on a giver whose disk excess is mostly giants is never near the
         # per-move ideal, and left there it costs the disk goal a trade of two moves (medium
@@ -393,6 +400,7 @@ class ReplicaCountGoal(BalanceGoal):
         # looking for 68 (per-topic spread 41,928 -> 41,402; bytes 1.031 -> 1.046 x bound).
         topics_wanted = _TOPICS + 4 * (batch - 1)
         enough = 8 + 2 * (batch - 1)
+        keep_cross = _crossing_kept(st, s, d, mean)
         topic, means, lead_mean = st.topic, topics.mean, topics.lead_mean
         on_s_of, on_d_of = topics.count_on[s], topics.count_on[d]
         lead_s_of, lead_d_of = topics.lead_on[s], topics.lead_on[d]
@@ -448,7 +456,9 @@ class ReplicaCountGoal(BalanceGoal):
                 gain = -_GAIN if gain < -_GAIN else (_GAIN if gain > _GAIN else gain)
                 err = x - desired if x >= desired else desired - x
                 if err > far and x > room:
-                    gain += _FAR_COST
+                    gain += far_cost
+                if len(replicas[p]) < keep_cross:
+                    gain += 2 * _GAIN + _FAR_COST
                 if best_key is not None and gain > best_key[0] and (batch == 1 or gain > 0):
                     continue  # cheap: only a key that may be picked is worked out
                 m = means[t]
@@ -475,7 +485,7 @@ class ReplicaCountGoal(BalanceGoal):
             k, kl = taken[t]
             on_s, on_d = on_s_of[t] - k, on_d_of.get(t, 0) + k
             far_off = err > far and st.size[p] > room
-            gain = min(_GAIN, max(-_GAIN, on_d + 1 - on_s)) + (_FAR_COST if far_off else 0)
+            gain = min(_GAIN, max(-_GAIN, on_d + 1 - on_s)) + (far_cost if far_off else 0)
             m = means[t]
             crowding = abs(on_s - 1 - m) - abs(on_s - m) + abs(on_d + 1 - m) - abs(on_d - m)
             if replicas[p][0] == s:
@@ -522,7 +532,7 @@ class _Choice(NamedTuple):
 
 
 def _wish(st: WorkingState, by_size: _BySize, s: int, d: int, mean: _Means
-          ) -> tuple[float, float, float]:
+          ) -> tuple[float, float, float, int]:
     """What size of replica a move from s to d should carry: (the ideal size, the width "near"
     it, the room both disks leave).
 
@@ -534,17 +544,74 @@ def _wish(st: WorkingState, by_size: _BySize, s: int, d: int, mean: _Means
     the mean (a broker added mid-life that holds big replicas of its own) weighs more: filled
     with the giver's average size it ended 1.10-1.14 x the mean disk, and the disk goal's
     trades of giant replicas cost the bytes (medium seed 11: 1.221 -> 1.140 x the bytes bound).
-    "Near" is within half the ideal size, or of a typical replica when it is tiny.
+    "Near" is within half the ideal size, or of a typical replica when it is tiny. The last
+    value is what a replica beyond "near" and the room costs (_FAR_COST, or more, below).
     """
     left_s = max(1.0, st.count[s] - mean.replicas)
     left_d = max(1.0, mean.replicas - st.count[d])
     want_s = (st.disk[s] - mean.disk) / left_s
+    room_s = st.disk[s] - mean.disk
+    far_cost = _FAR_COST
+    if st.rack[s] != st.rack[d] and st.rack[s] in mean.short:
+        # Out of a rack short of replicas that may cross, with no more than its share of disk:
+        # the rack as a whole has no bytes to spare, whatever s has, and a large replica sent
+        # to another rack is one the disk goal copies back. Its replicas leave by the rack's
+        # wish, and one beyond its room only when no other fits.
+        members = mean.racks[st.rack[s]]
+        rack_room = sum(st.disk[b] for b in members) - mean.disk * len(members)
+        rack_left = max(1.0, sum(st.count[b] for b in members) - mean.replicas * len(members))
+        want_s = min(want_s, rack_room / rack_left)
+        if rack_room < room_s:
+            room_s, far_cost = rack_room, 2 * _GAIN + _FAR_COST
     want_d = (mean.disk - st.disk[d]) / left_d
     w = _TAKER_WEIGHT if want_d >= 0 else _FULL_TAKER_WEIGHT
     desired = max(0.0, (want_s + w * want_d) / (1 + w))
     lst = by_size.items
     near = 0.5 * max(desired, lst[len(lst) // 2][0] if lst else 0.0)
-    return desired, near, min(st.disk[s] - mean.disk, mean.disk - st.disk[d])
+    return desired, near, min(room_s, mean.disk - st.disk[d]), far_cost
+
+
+def _short_racks(st: WorkingState, brokers: Sequence[int], on: Sequence[Sequence[int]]
+                 ) -> tuple[dict[int, list[int]], set[int]]:
+    """The brokers of each rack, and the racks short of replicas that may leave them: above
+    their share of replicas, at or below their share of disk, with fewer than _SHORT times
+    the excess in replicas of partitions with fewer replicas than there are racks (only such
+    a partition surely has a rack to go to).
+
+    Such a rack (a replica of every RF-3 partition, beside few RF-2 giants) sheds its excess
+    in what may cross. Moves inside it, to its new brokers, spent that first; the rest left
+    in whatever still crossed, however large, and the disk goal copied most of it back:
+    crowded-medium seed 43 sent 32 of the rack's 52 giants out (bytes 1.647 x the bound; with
+    the rule 1.149, moves 1.053 -> 1.036). A rack above its share of disk is left alone: the
+    disk goal sheds its excess in the small replicas that may cross and that moves inside the
+    rack made free to move again (crowded-medium seed 25 with the rule there: disk 1.034).
+    """
+    racks: dict[int, list[int]] = {}
+    for b in brokers:
+        racks.setdefault(st.rack[b], []).append(b)
+    if len(racks) < 2:
+        return racks, set()
+    mean = sum(st.count[b] for b in brokers) / len(brokers)
+    mean_disk = sum(st.disk[b] for b in brokers) / len(brokers)
+    short = set()
+    for r, members in racks.items():
+        excess = sum(st.count[b] for b in members) - mean * len(members)
+        if excess > 0 and sum(st.disk[b] for b in members) <= mean_disk * len(members):
+            crossing = sum(1 for b in members for p in on[b] if len(st.replicas[p]) < len(racks))
+            if crossing < _SHORT * excess:
+                short.add(r)
+    return racks, short
+
+
+def _crossing_kept(st: WorkingState, s: int, d: int, mean: _Means) -> int:
+    """For a move inside a rack short of replicas that may cross (_short_racks) while it is
+    still above its share: replicas of partitions with fewer replicas than this stay for the
+    moves to other racks. 0: no such rule."""
+    r = st.rack[s]
+    if r not in mean.short or st.rack[d] != r:
+        return 0
+    members = mean.racks[r]
+    return len(mean.racks) if sum(st.count[b] for b in members) > mean.replicas * len(members) else 0
 
 
 class _TopicIndex:
@@ -687,3 +754,5 @@ class _Means(NamedTuple):
 
     replicas: float  # not ``count``: that would shadow tuple.count
     disk: float
+    racks: dict[int, list[int]]  # the group's brokers per rack
+    short: set[int]  # racks short of replicas that may leave them (_short_racks)
