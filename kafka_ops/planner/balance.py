@@ -125,6 +125,7 @@ class BalanceGoal:
         st = run.state
         load, group, eligible = st.load(self.resource), st.broker_group, st.eligible
         last, lo, hi = -1, 0.0, 0.0  # limits() inlined, the bounds looked up once per group:
+        relaxed = run.relaxed
         for b, d in deltas.items():  # the topic leader goal asks this of 175,000 change sets
             g = group[b]
             if d == 0 or g < 0 or not eligible[b]:
@@ -133,6 +134,9 @@ class BalanceGoal:
                 (lo, hi), last = self.bounds(run, g), g
             x = load[b]
             low, high = (lo, hi) if lo <= x <= hi else self.kept(run, g)
+            if b == relaxed:
+                slack = run.relax_slack.get(self.resource, 0.0)
+                low, high = low - slack, high + slack
             if (d > 0 and x + d > high) or (d < 0 and x + d < low):
                 return False
         return True

@@ -97,6 +97,11 @@ class Run:
         self.capped: list[str] = []  # caps that stopped a goal, for the summary
         # Values derived from the input once per run (capacity limits, topic totals, racks).
         self.memo: dict[tuple[str, int], Any] = {}
+        # A broker whose leader count and leader-load limits are widened (by relax_slack, per
+        # resource) while the topic leader goal searches a fix it then repairs (topic_relax.py);
+        # -1: none.
+        self.relaxed = -1
+        self.relax_slack: dict[str, float] = {}
 
     def group_brokers(self, g: int) -> list[int]:
         """The group's brokers that balance: alive and not excluded."""

@@ -11,7 +11,8 @@ broker d, d's leader replica of q comes to w. Both brokers keep their replica an
 and the network-out, network-in and disk goals' room is checked on both before the vetoes are
 asked. It runs only where the leadership trades are stuck, so it moves few replicas: seven on
 that cluster, which it takes to 1.10. The topic leader goal, last in priority, pays for it there:
-topics with leaders over one apart 194 -> 255 (the earlier goals' plans differ from then on).
+topics with leaders over one apart 194 -> 255 (the earlier goals' plans differ from then on),
+206 once it may widen a pinned broker's limits for a fix it repairs after (topic_relax.py).
 """
 
 from __future__ import annotations

@@ -180,6 +180,7 @@ class WorkingState:
         self.moved_bytes = 0
         self.moves = 0
         self.leader_changes = 0
+        self.journal: list[tuple[int, int]] | None = None  # (partition, old leader) per change, when set
 
     def _leader_out_array(self) -> np.ndarray:
         """leader_out() of every partition (the same floats)."""
@@ -239,6 +240,8 @@ class WorkingState:
         reps = self.replicas[p]
         slot = reps.index(b)
         old = reps[0]
+        if self.journal is not None:
+            self.journal.append((p, old))
         self._shift_leader(p, old, b)
         reps[0], reps[slot] = b, old
         self.leader_changes += -1 if undo else 1

@@ -18,6 +18,7 @@ from kafka_ops.planner.context import Move, Run
 from kafka_ops.planner.state import Grouped
 from kafka_ops.planner.topic_paths import TOP as _TOP
 from kafka_ops.planner.topic_paths import topic_path
+from kafka_ops.planner.topic_relax import fix_relaxed
 from kafka_ops.planner.topic_swaps import _BYTES_CAP, _MOVES_CAP, TopicSpreader, plan_bounds
 from kafka_ops.planner.trades import vetoing
 
@@ -332,7 +333,7 @@ class TopicGoal:
 
     def _pass_leader(self, run: Run, t: int, b: int, on: Mapping[int, list[int]], on_broker: list[list[int]],
                      trades: dict[tuple[int, int], list[int]], pull: bool = False,
-                     limits: tuple[int, int] | None = None) -> bool:
+                     limits: tuple[int, int] | None = None, relaxed: bool = False) -> bool:
         """Pass one leadership of topic t from b to a follower with room for it (``pull``: from
         a leader with leaders of t to spare to b, a follower short of them).
 
@@ -340,7 +341,9 @@ class TopicGoal:
         one s the leadership of a partition of another topic u in return, chosen so that u gets
         no worse (even better when d leads too many of u). A trade keeps both brokers' leader
         counts, which the leader count goal has already evened out. Then along a path of t's own
-        partitions (topic_paths.py), and last the triangles, chains and augmenting paths.
+        partitions (topic_paths.py), then the triangles, chains and augmenting paths; last, the
+        transfers, trades and paths again with b's limits widened, b repaired after
+        (topic_relax.py; ``relaxed``: that search, which stops after the paths).
         """
         st = run.state
         nb, counts = st.nb, st.topic_leaders
@@ -378,12 +381,19 @@ class TopicGoal:
                 return True
         if topic_path(self, run, t, b, (lo, hi), on, trades, pull):
             return True
+        if relaxed:
+            return False
         for p, s, d in options[:_CYCLES]:
             if self._cycle(run, p, s, d, on_broker, trades):
                 return True
         if not pull and self._pass_along(run, t, b, on, trades, hi):
             return True  # followers that lead their share of t already: one of theirs passed on
-        return self._augment(run, t, b, (lo, hi), on, on_broker, trades, pull)
+        if self._augment(run, t, b, (lo, hi), on, on_broker, trades, pull):
+            return True
+        _, _, t_lo, t_hi, _ = self.arrays(run)
+        return fix_relaxed(
+            run, b, pull, lambda: self._pass_leader(run, t, b, on, on_broker, trades, pull, limits, relaxed=True),
+            lambda changes: self._apply_changes(run, changes, trades), (t_lo, t_hi), on_broker)
 
     def _augment(self, run: Run, t: int, s: int, limits: tuple[int, int], on: Mapping[int, list[int]],
                  on_broker: list[list[int]], trades: dict[tuple[int, int], list[int]],
@@ -615,7 +625,7 @@ class TopicGoal:
 def _leader_deltas(run: Run, changes: Sequence[Move]) -> dict[str, dict[int, float]] | None:
     """Per leader load, what leadership changes add to each broker (summed as the goals' item
     loads sum them); None when network out or leader bytes-in would pass the highest at the
-    topic goal's start."""
+    topic goal's start (the relaxed broker's by its slack: topic_relax.py)."""
     st = run.state
     b_in, b_out, reps = st.bytes_in, st.bytes_out, st.replicas
     d_out: dict[int, float] = {}
@@ -627,15 +637,12 @@ def _leader_deltas(run: Run, changes: Sequence[Move]) -> dict[str, dict[int, flo
         d_out[new] = d_out.get(new, 0) + x
         d_in[old] = d_in.get(old, 0) - y
         d_in[new] = d_in.get(new, 0) + y
-    top = run.memo[_TOP]
-    load, limit = st.load("network_out"), top["network_out"]
-    for b, d in d_out.items():
-        if d > 0 and load[b] + d > limit:
-            return None
-    load, limit = st.load("leader_bytes_in"), top["leader_bytes_in"]
-    for b, d in d_in.items():
-        if d > 0 and load[b] + d > limit:
-            return None
+    top, relaxed = run.memo[_TOP], run.relaxed
+    for name, deltas in (("network_out", d_out), ("leader_bytes_in", d_in)):
+        load, limit = st.load(name), top[name]
+        for b, d in deltas.items():
+            if d > 0 and load[b] + d > limit + (run.relax_slack[name] if b == relaxed else 0.0):
+                return None
     return {"network_out": d_out, "leader_bytes_in": d_in}
 
 

@@ -157,8 +157,9 @@ def _room(run: Run, chain: list[Move], ends: tuple[int, int]
             delta[new] = delta.get(new, 0.0) + x
         if any(d > 0 and load[b] + d > top[name] for b, d in delta.items() if b not in ends):
             return None
-        out[name] = {b: (load[b] + delta.get(b, 0.0) - top[name], top[name] - load[b] - delta.get(b, 0.0))
-                     for b in ends}
+        slack = {b: run.relax_slack[name] if b == run.relaxed else 0.0 for b in ends}
+        out[name] = {b: (load[b] + delta.get(b, 0.0) - top[name] - slack[b],
+                         top[name] - load[b] - delta.get(b, 0.0) + slack[b]) for b in ends}
     return out
 
 
