@@ -18,6 +18,7 @@ from operator import itemgetter
 import numpy as np
 
 from kafka_ops.planner.context import Move, Run
+from kafka_ops.planner.disk_relay import disk_relay
 from kafka_ops.planner.leader_loads import balance_leader_load
 from kafka_ops.planner.state import WorkingState
 from kafka_ops.planner.trades import (
@@ -241,6 +242,7 @@ class BalanceGoal:
 
         mean = sum(load[b] for b in brokers) / len(brokers)
         stuck: set[int] = set()
+        relayed: set[int] = set()  # brokers only a disk relay (disk_relay.py) got further
         relays = _RELAYS_PER_BROKER * len(brokers)  # each lowers the highest: bounded all the same
         rounds, traded = _ROUNDS, False
         while True:
@@ -258,30 +260,37 @@ class BalanceGoal:
                 stuck -= retry
                 continue
             w, above = worst
-            # Partners: every broker with room inside the bounds, the furthest from w first. The
-            # target is what w should shed (or gain) without pushing the partner out of bounds.
             lo, hi = self.bounds(run, g)
-            if above:
-                pairs = [(w, d) for d in sorted(brokers, key=lambda b: (load[b], b)) if load[d] < hi]
-            else:
-                pairs = [(s, w) for s in sorted(brokers, key=lambda b: (-load[b], b)) if load[s] > lo]
-            action = self._trade(run, reps, cands_of, [
-                (src, dst, min(load[src] - mean, hi - load[dst]) if above
-                 else min(mean - load[dst], load[src] - lo)) for src, dst in pairs], _LEAST * mean)
-            if action is None and above:
-                # No broker with room takes enough: w's rack may force more load on its brokers
-                # than the bounds allow (a smaller rack holding a replica of every RF-3
-                # partition). Even w out with lighter brokers instead, out of bounds or not:
-                # every such trade narrows the gap of two brokers, so the highest load falls.
-                # Brokers of w's rack first: they may take any of its replicas.
-                rack = st.rack
+            action, relay = None, False
+            if w not in relayed:  # a broker that needed a disk relay goes straight to the next
+                # Partners: every broker with room inside the bounds, the furthest from w first. The
+                # target is what w should shed (or gain) without pushing the partner out of bounds.
+                if above:
+                    pairs = [(w, d) for d in sorted(brokers, key=lambda b: (load[b], b)) if load[d] < hi]
+                else:
+                    pairs = [(s, w) for s in sorted(brokers, key=lambda b: (-load[b], b)) if load[s] > lo]
                 action = self._trade(run, reps, cands_of, [
-                    (w, d, (load[w] - load[d]) / 2)
-                    for d in sorted(brokers, key=lambda b: (rack[b] != rack[w], load[b], b))
-                    if load[d] < load[w]], _LEAST * mean)
-            relay = action is None and above and reps.racks is not None and relays > 0
-            if relay:
-                action = self._rack_relay(run, reps, w, brokers, mean)
+                    (src, dst, min(load[src] - mean, hi - load[dst]) if above
+                     else min(mean - load[dst], load[src] - lo)) for src, dst in pairs], _LEAST * mean)
+                if action is None and above:
+                    # No broker with room takes enough: w's rack may force more load on its brokers
+                    # than the bounds allow (a smaller rack holding a replica of every RF-3
+                    # partition). Even w out with lighter brokers instead, out of bounds or not:
+                    # every such trade narrows the gap of two brokers, so the highest load falls.
+                    # Brokers of w's rack first: they may take any of its replicas.
+                    rack = st.rack
+                    action = self._trade(run, reps, cands_of, [
+                        (w, d, (load[w] - load[d]) / 2)
+                        for d in sorted(brokers, key=lambda b: (rack[b] != rack[w], load[b], b))
+                        if load[d] < load[w]], _LEAST * mean)
+                relay = action is None and above and reps.racks is not None and relays > 0
+                if relay:
+                    action = self._rack_relay(run, reps, w, brokers, mean)
+            if action is None and above:  # w's disk at its lower bound may be what holds it
+                action = disk_relay(self, run, reps, lambda pairs: self._trade(
+                    run, reps, cands_of, pairs, _LEAST * mean), lambda moves: _apply(st, reps, moves), w, brokers)
+                if action is not None:
+                    relayed.add(w)
             if action is None:
                 stuck.add(w)
                 continue

@@ -210,6 +210,12 @@ def disk_slack(run: Run, src: int, dst: int) -> tuple[float, float] | None:
     g = st.broker_group[src]
     src_lo, src_hi = disk.limits(run, g, src)
     dst_lo, dst_hi = disk.limits(run, g, dst)
+    if run.relaxed in (src, dst):  # a broker whose disk limits are widened (disk_relay.py)
+        widen = run.relax_slack.get("disk", 0.0)
+        if run.relaxed == src:
+            src_lo, src_hi = src_lo - widen, src_hi + widen
+        else:
+            dst_lo, dst_hi = dst_lo - widen, dst_hi + widen
     up = min(max(0.0, dst_hi - st.disk[dst]), max(0.0, st.disk[src] - src_lo))
     down = min(max(0.0, src_hi - st.disk[src]), max(0.0, st.disk[dst] - dst_lo))
     return -down, up
