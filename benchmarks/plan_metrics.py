@@ -36,6 +36,8 @@ def score(cluster: ClusterModel, new: Mapping[TopicPartition, Sequence[int]] | N
     topic_rep: dict[str, Counter[int]] = defaultdict(Counter)
     topic_lead: dict[str, Counter[int]] = defaultdict(Counter)
     topic_lists: dict[str, list[tuple[int, ...]]] = defaultdict(list)
+    out_of: dict[TopicPartition, float] = {}  # each partition's network out, sent by its leader
+    in_of: dict[TopicPartition, float] = {}  # ... and leader bytes-in
     rack_violations = 0
     on_dead = 0
     for tp, p in cluster.partitions.items():
@@ -44,7 +46,9 @@ def score(cluster: ClusterModel, new: Mapping[TopicPartition, Sequence[int]] | N
         leaders[lead] += 1
         topic_lead[p.topic][lead] += 1
         topic_lists[p.topic].append(reps)
-        net_out[lead] += p.bytes_out_per_sec + p.bytes_in_per_sec * (len(reps) - 1)
+        out_of[tp] = p.bytes_out_per_sec + p.bytes_in_per_sec * (len(reps) - 1)
+        in_of[tp] = p.bytes_in_per_sec
+        net_out[lead] += out_of[tp]
         lead_in[lead] += p.bytes_in_per_sec
         for b in reps:
             count[b] += 1
@@ -93,7 +97,21 @@ def score(cluster: ClusterModel, new: Mapping[TopicPartition, Sequence[int]] | N
         # The lowest max/mean any plan with replica counts one apart can reach (see _RackFloors).
         "disk_floor": racks.load_floor("disk"),
         "net_in_floor": racks.load_floor("net_in"),
+        "net_out_floor": leader_floor(list(out_of.values()), n),
+        "leader_in_floor": leader_floor(list(in_of.values()), n),
     }
+
+
+def leader_floor(loads: Sequence[float], n: int) -> float:
+    """Max/mean of a leader load (each partition's, carried by its leader) that no plan with
+    leader counts one apart can beat: the broker leading the heaviest partition leads at least
+    floor(partitions / n), the rest of them no lighter than the lightest others."""
+    total = sum(loads)
+    if not total or not loads:
+        return 1.0
+    ordered = sorted(loads)
+    share = len(loads) // n
+    return max(1.0, (ordered[-1] + sum(ordered[:max(0, min(share - 1, len(ordered) - 1))])) / (total / n))
 
 
 def leaders_evenable(lists: Sequence[Sequence[int]], live: Sequence[int]) -> bool:
@@ -149,8 +167,8 @@ def targets_missed(after: Mapping[str, Any], cost: Mapping[str, float]) -> list[
     over("rack violations", after["rack_violations"], 0)
     over("disk", after["disk_max_mean"], 1.03, after["disk_floor"])
     over("network in", after["net_in_max_mean"], 1.05, after["net_in_floor"])
-    over("network out", after["net_out_max_mean"], 1.05)
-    over("leader bytes-in", after["leader_in_max_mean"], 1.10)
+    over("network out", after["net_out_max_mean"], 1.05, after.get("net_out_floor", 0.0))
+    over("leader bytes-in", after["leader_in_max_mean"], 1.10, after.get("leader_in_floor", 0.0))
     over("topic spread / floor (racks)",
          after["topic_spread_sum"] / max(1, after["topic_spread_floor_racks"]), 2.0)
     over("moves / bound", cost["moves"] / max(1, cost["moves_bound"]), 1.10)

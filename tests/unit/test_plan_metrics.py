@@ -54,6 +54,21 @@ def test_the_disk_floor_fills_a_small_rack_only_with_replicas_that_may_enter_it(
     assert abs(score["disk_floor"] - (sum(sizes) + 2 * GiB) / mean) < 1e-9
 
 
+def test_a_partition_heavier_than_a_brokers_share_of_network_out_sets_the_leader_floors() -> None:
+    # 3 brokers, 6 RF-1 partitions: one sends 10/s, the rest 1/s (mean per broker 5). With
+    # leader counts one apart its leader leads 2 partitions: at least 10 + 1, 2.2 x the mean.
+    parts = [Partition("t", i, (i % 3,), leader=i % 3, bytes_in_per_sec=4.0 if i == 0 else 0.5,
+                       bytes_out_per_sec=10.0 if i == 0 else 1.0) for i in range(6)]
+    score = plan_metrics.score(ClusterModel([Broker(i) for i in range(3)], parts))
+    assert abs(score["net_out_floor"] - 11 / 5) < 1e-9
+    assert abs(score["leader_in_floor"] - 4.5 / (6.5 / 3)) < 1e-9  # 4 + 0.5 over the mean
+    missed = plan_metrics.targets_missed(score, {"moves": 0, "moves_bound": 0, "bytes": 0, "bytes_bound": 0})
+    assert "network out 2.200 (the loads allow no better than 2.200)" in missed
+    # Partitions that are all lighter than a share: the plain target.
+    even = [Partition("t", i, (i % 3,), leader=i % 3, bytes_out_per_sec=1.0) for i in range(6)]
+    assert plan_metrics.score(ClusterModel([Broker(i) for i in range(3)], even))["net_out_floor"] == 1.0
+
+
 def test_leaders_evenable_agrees_with_brute_force() -> None:
     """The augmenting-path check against trying every choice of leaders, on 300 random small
     topics (3-5 live brokers, 2-8 partitions of RF 1-3, some replicas on a dead broker 9)."""
