@@ -312,6 +312,27 @@ def test_a_crowded_rack_sheds_disk_in_small_re_targeted_replicas() -> None:
     assert cost["moves"] <= 1.10 * cost["moves_bound"]
 
 
+def test_a_rack_held_above_the_disk_bound_ends_even_at_its_mean() -> None:
+    """Crowded-medium seed 147 (unseen while the goals were tuned): one rack of seven brokers
+    must hold more disk than the goal's bound (1.025 x mean) allows. Its brokers gave up one by
+    one while the rack's mean still fell (other brokers traded with other racks), and trades
+    closing less than 0.1% of the mean were refused: they ended 1.0264-1.0304 x mean around a
+    rack mean of 1.0297, above the issue's 1.03. Evened out to within 0.02% of the rack's mean
+    (balance._even_rack), every broker ends at 1.0294."""
+    c = generate_cluster("crowded-medium", seed=147)
+    result = plan_rebalance(c, options=PlannerOptions())
+    disk = dict.fromkeys(b for b, broker in c.brokers.items() if broker.alive)
+    for tp, p in c.partitions.items():
+        for b in result.plan.replicas.get(tp, p.replicas):
+            disk[b] = (disk[b] or 0) + p.size_bytes
+    mean = sum(disk.values()) / len(disk)
+    top = max(disk, key=lambda b: disk[b])
+    rack = [disk[b] / mean for b in disk if c.rack_of(b) == c.rack_of(top)]
+    assert max(rack) <= 1.03
+    assert max(rack) - min(rack) <= 0.001
+    assert after(result, "disk")["max_over_mean"] <= 1.03
+
+
 def test_a_light_rack_takes_load_through_its_fuller_brokers() -> None:
     """Crowded-medium seed 43 (a fresh seed: the sweep over 0-31 never had one like it): a giant
     RF-2 topic (80 partitions of 0.12 x a broker's mean disk) and one rack of 7 live brokers
