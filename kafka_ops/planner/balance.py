@@ -468,7 +468,8 @@ class BalanceGoal:
 
     def _best_swap(self, run: Run, reps: BrokerReplicas, src: int, dst: int,
                    delta: float, gap: float, least: float) -> tuple[Move, Move] | None:
-        return best_replica_swap(run, reps, src, dst, delta, gap, least)
+        return (best_replica_swap(run, reps, src, dst, delta, gap, least)
+                or best_replica_swap(run, reps, src, dst, delta, gap, least, own_size=True))
 
     def _balance_leadership(self, run: Run, g: int) -> None:
         """Move leadership between replicas of the same partition; no data moves."""

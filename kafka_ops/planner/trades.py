@@ -239,7 +239,8 @@ def new_copies(st: WorkingState, p: int, src: int, dst: int) -> int:
 
 
 def best_replica_swap(run: Run, reps: BrokerReplicas, src: int, dst: int, delta: float,
-                      gap: float, least: float = 0.0) -> tuple[Move, Move] | None:
+                      gap: float, least: float = 0.0, own_size: bool = False
+                      ) -> tuple[Move, Move] | None:
     """The swap of a replica on src for one on dst that best closes ``delta`` of load per byte.
 
     The load moved, x - y, must lie in (0, gap) (the two brokers end closer than they started);
@@ -250,9 +251,12 @@ def best_replica_swap(run: Run, reps: BrokerReplicas, src: int, dst: int, delta:
     though a larger swap closes enough (crowded-xl seed 10: a broker at the disk goal's lower
     bound stopped at 1.101 x the mean network in, each of its cheapest swaps closing 0.00096
     of the 0.001 x mean a trade must, beside 1,478 swaps closing 0.003 that every goal took;
-    now 1.056).
+    now 1.056). ``own_size``: see the size window below.
     """
     st = run.state
+    slack = disk_slack(run, src, dst)
+    if own_size and (slack is None or slack[0] <= 0 <= slack[1] and slack[0] + slack[1] == 0):
+        return None  # the same windows as without it
     ps, xs, ss, ls, cs, _ = reps.toward(src, dst)
     pd, yd, sd, ld, cd, by_size = reps.toward(dst, src)
     if not len(ps) or not len(pd):
@@ -262,13 +266,27 @@ def best_replica_swap(run: Run, reps: BrokerReplicas, src: int, dst: int, delta:
     k = min(_WINDOW, len(pd))
     first = np.clip(np.searchsorted(yd, xs - delta) - k // 2, 0, len(pd) - k)
     y, role = _windows(yd, k, first), _windows(ld, k, first)
-    slack = disk_slack(run, src, dst)
     if slack is not None:
         # ... and those nearest the size that keeps both disks in bounds: when the ideal load
         # is beyond every replica's, the lightest ones may all be too small to trade (a broker
-        # at the disk goal's lower bound: large seed 1 ended network in at 1.075).
+        # at the disk goal's lower bound: large seed 1 ended network in at 1.075). Near the
+        # middle of the sizes allowed, or with ``own_size`` (the caller's second try), near
+        # the source replica's own size within them: at a bound the range is one-sided and
+        # wide (crowded-xl seed 10: from the replica's size to 0.026 x the mean disk above
+        # it, where a replica averages 0.0007), and its middle held only the largest
+        # replicas, the hottest too (network in 1.056 -> 1.050). Only as a second try: as
+        # the first, the other goals' trades changed with it and crowded-xl seed 6's topic
+        # leaders ended worse than they started.
         sizes = sd[by_size]
-        first2 = np.clip(np.searchsorted(sizes, ss - (slack[0] + slack[1]) / 2) - k // 2, 0, len(pd) - k)
+        low, high = slack  # of size(x) - size(y)
+        start = np.searchsorted(sizes, ss - (low + high) / 2) - k // 2
+        if own_size:
+            start = np.searchsorted(sizes, ss - min(max(0.0, low), high)) - k // 2
+            if low > 0:  # y must be smaller by at least low: the largest such
+                start = np.searchsorted(sizes, ss - low, side="right") - k
+            elif high < 0:  # y must be larger by at least -high: the smallest such
+                start = np.searchsorted(sizes, ss - high)
+        first2 = np.clip(start, 0, len(pd) - k)
         y = np.concatenate([y, _windows(yd[by_size], k, first2)], axis=1)
         role = np.concatenate([role, _windows(ld[by_size], k, first2)], axis=1)
         size = np.concatenate([_windows(sd, k, first), _windows(sizes, k, first2)], axis=1)

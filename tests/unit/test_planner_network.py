@@ -406,3 +406,25 @@ def test_a_broker_whose_cheapest_swaps_close_too_little_takes_a_larger_one() -> 
     assert after(result, "disk")["max_over_mean"] == 1.0
     assert after(result, "network_in")["max_over_mean"] <= 1.05
     assert not result.summary.warnings
+
+
+def test_a_broker_at_the_disk_bound_finds_a_swap_partner_near_its_replicas_size() -> None:
+    """Broker 0 sits at the disk goal's lower bound (0.976 x mean) with network in 1.052 x.
+
+    Its only useful swap is x (10 GiB, 4 bytes/s) for c (10.05 GiB, 0.5) on broker 1, which
+    also holds 50 tiny idle replicas (the lightest loads, too small to take x's place) and 60
+    replicas of 10.3-16 GiB, all hotter than x. The disk bounds let broker 0 take up to 0.05 x
+    the mean disk more: the middle of that range (x's size + 19 GiB) is past every replica, so
+    a search there sees only the 10.3-16 GiB ones; c is next to x's own size.
+    """
+    on1 = [part(f"t{i}", 0, (1,), size=GiB // 10, rate=0.0) for i in range(50)]
+    on1.append(part("c", 0, (1,), size=int(10.05 * GiB), rate=0.5))
+    on1 += [part(f"m{i}", 0, (1,), size=int((10.3 + 5.7 * i / 59) * GiB), rate=5.0) for i in range(60)]
+    on0 = [part("x", 0, (0,), size=10 * GiB, rate=4.0)]
+    on0 += [part(f"h{i}", 0, (0,), size=int(18.735 * GiB), rate=8.2375) for i in range(40)]
+    on0 += [part(f"u{i}", 0, (0,), size=GiB // 10, rate=0.0) for i in range(70)]
+    result = plan_rebalance(ClusterModel([Broker(0), Broker(1)], on0 + on1))
+    assert {tp.topic: reps for tp, reps in result.plan.replicas.items()} == {"x": (1,), "c": (0,)}
+    assert after(result, "network_in")["max_over_mean"] <= 1.05
+    assert after(result, "disk")["max_over_mean"] <= 1.025
+    assert not result.summary.warnings
