@@ -255,7 +255,7 @@ def best_replica_swap(run: Run, reps: BrokerReplicas, src: int, dst: int, delta:
     """
     st = run.state
     slack = disk_slack(run, src, dst)
-    if own_size and (slack is None or slack[0] <= 0 <= slack[1] and slack[0] + slack[1] == 0):
+    if own_size and (slack is None or slack[0] + slack[1] == 0):
         return None  # the same windows as without it
     ps, xs, ss, ls, cs, _ = reps.toward(src, dst)
     pd, yd, sd, ld, cd, by_size = reps.toward(dst, src)
@@ -278,15 +278,8 @@ def best_replica_swap(run: Run, reps: BrokerReplicas, src: int, dst: int, delta:
         # the first, the other goals' trades changed with it and crowded-xl seed 6's topic
         # leaders ended worse than they started.
         sizes = sd[by_size]
-        low, high = slack  # of size(x) - size(y)
-        start = np.searchsorted(sizes, ss - (low + high) / 2) - k // 2
-        if own_size:
-            start = np.searchsorted(sizes, ss - min(max(0.0, low), high)) - k // 2
-            if low > 0:  # y must be smaller by at least low: the largest such
-                start = np.searchsorted(sizes, ss - low, side="right") - k
-            elif high < 0:  # y must be larger by at least -high: the smallest such
-                start = np.searchsorted(sizes, ss - high)
-        first2 = np.clip(start, 0, len(pd) - k)
+        center = ss if own_size else ss - (slack[0] + slack[1]) / 2  # slack[0] <= 0 <= slack[1]
+        first2 = np.clip(np.searchsorted(sizes, center) - k // 2, 0, len(pd) - k)
         y = np.concatenate([y, _windows(yd[by_size], k, first2)], axis=1)
         role = np.concatenate([role, _windows(ld[by_size], k, first2)], axis=1)
         size = np.concatenate([_windows(sd, k, first), _windows(sizes, k, first2)], axis=1)
