@@ -94,6 +94,9 @@ def score(cluster: ClusterModel, new: Mapping[TopicPartition, Sequence[int]] | N
         # (each topic on its own): what leadership changes alone left undone.
         "topic_leader_evenable": sum(1 for t, s in lead_spreads.items()
                                      if s > 1 and leaders_evenable(topic_lists[t], live)),
+        # The least max - min of replica counts any plan reaches: 1, or more when a rack must
+        # hold more per broker than the mean (_RackFloors.count_floor).
+        "replicas_floor": racks.count_floor(),
         # The lowest max/mean any plan with replica counts one apart can reach (see _RackFloors).
         "disk_floor": racks.load_floor("disk"),
         "net_in_floor": racks.load_floor("net_in"),
@@ -162,7 +165,12 @@ def targets_missed(after: Mapping[str, Any], cost: Mapping[str, float]) -> list[
             missed.append(f"{name} {value:.3f} > {limit:.3f}" if floor <= limit else
                           f"{name} {value:.3f} (the loads allow no better than {floor:.3f})")
 
-    over("replicas max-min", after["replicas_max_min"], 1)
+    # The count floor is exact (it is reached), so a plan above it misses even where it is above 1.
+    floor = after.get("replicas_floor", 1)
+    if after["replicas_max_min"] > max(1, floor):
+        missed.append(f"replicas max-min {after['replicas_max_min']} > {max(1, floor)}")
+    elif after["replicas_max_min"] > 1:
+        missed.append(f"replicas max-min {after['replicas_max_min']} (the racks allow no better than {floor})")
     over("leaders max-min", after["leaders_max_min"], 1)
     over("rack violations", after["rack_violations"], 0)
     over("disk", after["disk_max_mean"], 1.03, after["disk_floor"])
@@ -218,6 +226,21 @@ class _RackFloors:
             bottom = min([n_t // self.n] + [u // n for u, n in zip(most[t], self.size, strict=True)])
             floor += top - bottom
         return floor
+
+    def count_floor(self) -> int:
+        """The least max - min of replica counts: the highest broker holds at least the ceiling
+        of the mean and of each rack's forced replicas over its brokers; the lowest at most the
+        floor of what the racks not in a set leave their brokers, for any set of racks (they hold
+        their forced replicas at least). Sets of the racks most forced per broker suffice."""
+        total = sum(len(p.replicas) for p in self.parts)
+        forced = [sum(lo[k] for lo in self.least) for k in range(len(self.racks))]
+        top = max([-(-total // self.n)] + [-(-f // n) for f, n in zip(forced, self.size, strict=True)])
+        order = sorted(range(len(self.racks)), key=lambda k: -forced[k] / self.size[k])
+        bottom, held, brokers = total // self.n, 0, 0
+        for k in order[:-1]:
+            held, brokers = held + forced[k], brokers + self.size[k]
+            bottom = min(bottom, (total - held) // (self.n - brokers))
+        return top - bottom
 
     def load_floor(self, load: str) -> float:
         """Max/mean of disk or network in that no plan with replica counts one apart can beat:

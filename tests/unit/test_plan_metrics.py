@@ -25,9 +25,13 @@ def test_a_rack_of_one_broker_raises_the_topic_floor_and_the_disk_floor() -> Non
     assert score["topic_spread_floor_racks"] == 2  # 4 on broker 4, 2 on the others at best
     assert score["topic_spread_sum"] == 2
     assert abs(score["disk_floor"] - 4 / 2.4) < 1e-9
+    assert score["replicas_floor"] == 2  # 4 on broker 4, 8 over the other 4 brokers
     cost = plan_metrics.moves(cluster, {})
     missed = plan_metrics.targets_missed(score, cost)
     assert "disk 1.667 (the loads allow no better than 1.667)" in missed
+    assert "replicas max-min 2 (the racks allow no better than 2)" in missed
+    # A count above that floor misses, though the floor is above 1.
+    assert "replicas max-min 3 > 2" in plan_metrics.targets_missed({**score, "replicas_max_min": 3}, cost)
     assert not any(m.startswith("topic spread") for m in missed)  # 2 = 1 x its floor
 
 
@@ -38,6 +42,7 @@ def test_without_racks_the_floors_are_the_plain_ones() -> None:
     score = plan_metrics.score(cluster)
     assert score["topic_spread_floor_racks"] == score["topic_spread_floor"] == 1
     assert score["disk_floor"] == 1.0  # no replica heavier than the mean, nothing forced
+    assert score["replicas_floor"] == 1  # 8 replicas on 3 brokers
 
 
 def test_the_disk_floor_fills_a_small_rack_only_with_replicas_that_may_enter_it() -> None:

@@ -123,3 +123,22 @@ def test_relays_ask_the_vetoes_only_about_replicas_the_rack_rule_lets_cross(
     result = plan_rebalance(generate_cluster("crowded-medium", seed=9), options=PlannerOptions())
     assert result.summary.goals
     assert calls < 1_500_000
+
+
+def test_a_rack_forced_above_the_mean_leaves_the_others_even_below_it() -> None:
+    """Racks a and b have three brokers, rack c two: each of the 30 RF-3 partitions puts a
+    replica in each rack, so brokers 6 and 7 hold 15 whatever the plan, above the mean of 12
+    (96 replicas on 8 brokers). Held to 12 (the floor and ceiling of the mean), broker 0 gave
+    its RF-1 replicas to brokers 1 and 2 until all three held 12, and rack b's stayed at 10:
+    max - min 5.
+    The best is the others' mean, 11 each (66 on 6): max - min 4, and the summary says why."""
+    brokers = [Broker(b, rack) for b, rack in enumerate("aaabbbcc")]
+    parts = [part("t", i, (i % 3, 3 + (i + 1) % 3, 6 + i % 2)) for i in range(30)]
+    parts += [part("u", i, (0,)) for i in range(6)]
+    result = plan_rebalance(ClusterModel(brokers, parts), options=PlannerOptions())
+    counts = Counter(b for reps in ({**{p.tp: p.replicas for p in parts},
+                                     **result.plan.replicas}).values() for b in reps)
+    assert counts[6] == counts[7] == 15
+    assert all(counts[b] == 11 for b in range(6)), counts
+    assert any(w.startswith("replica_count: max-min 4 at best") and "brokers 6, 7" in w
+               for w in result.summary.warnings), result.summary.warnings
