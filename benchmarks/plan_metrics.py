@@ -165,7 +165,7 @@ def targets_missed(after: Mapping[str, Any], cost: Mapping[str, float]) -> list[
             missed.append(f"{name} {value:.3f} > {limit:.3f}" if floor <= limit else
                           f"{name} {value:.3f} (the loads allow no better than {floor:.3f})")
 
-    # The count floor is exact (it is reached), so a plan above it misses even where it is above 1.
+    # A count above its floor misses even where the floor is above 1 (plans reach it: seed 337).
     floor = after.get("replicas_floor", 1)
     if after["replicas_max_min"] > max(1, floor):
         missed.append(f"replicas max-min {after['replicas_max_min']} > {max(1, floor)}")

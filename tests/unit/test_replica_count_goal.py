@@ -130,8 +130,8 @@ def test_a_rack_forced_above_the_mean_leaves_the_others_even_below_it() -> None:
     replica in each rack, so brokers 6 and 7 hold 15 whatever the plan, above the mean of 12
     (96 replicas on 8 brokers). Held to 12 (the floor and ceiling of the mean), broker 0 gave
     its RF-1 replicas to brokers 1 and 2 until all three held 12, and rack b's stayed at 10:
-    max - min 5.
-    The best is the others' mean, 11 each (66 on 6): max - min 4, and the summary says why."""
+    max - min 5. The best is the others' mean, 11 each (66 on 6): max - min 4, and the summary
+    says why."""
     brokers = [Broker(b, rack) for b, rack in enumerate("aaabbbcc")]
     parts = [part("t", i, (i % 3, 3 + (i + 1) % 3, 6 + i % 2)) for i in range(30)]
     parts += [part("u", i, (0,)) for i in range(6)]
