@@ -59,6 +59,26 @@ def test_the_disk_floor_fills_a_small_rack_only_with_replicas_that_may_enter_it(
     assert abs(score["disk_floor"] - (sum(sizes) + 2 * GiB) / mean) < 1e-9
 
 
+def test_a_new_broker_in_a_small_rack_must_receive_what_its_rack_holds_beyond_the_others() -> None:
+    # Racks a and b of 3 brokers, c of 2: broker 6 holds a replica of each of 12 RF-3
+    # partitions (1 GiB), broker 7 is new and empty; six RF-1 partitions of 1 GiB sit on 0-5.
+    # Mean 42 / 8 = 5.25 GiB. Rack c must keep 12 GiB, so at best 6 per broker (the disk
+    # floor, 1.143 x the mean): broker 7 needs 12 - 6 = 6 GiB, not 0.97 x the mean (5.09),
+    # and broker 6 sheds 6, not 12 - 1.03 x the mean (6.59: the floor is above 1.03).
+    brokers = [Broker(i, rack=r) for i, r in enumerate("aaabbbcc")]
+    parts = [Partition("t", i, (i % 3, 3 + i % 3, 6), leader=6, size_bytes=GiB) for i in range(12)]
+    parts += [Partition("f", i, (i,), leader=i, size_bytes=GiB) for i in range(6)]
+    cluster = ClusterModel(brokers, parts)
+    mean = 42 / 8
+    assert abs(plan_metrics.score(cluster)["disk_floor"] - 6 / mean) < 1e-9
+    # Brokers 0-5 hold 5 GiB each, all that rack c leaves them: within the band around that.
+    assert abs(plan_metrics.moves(cluster, {})["bytes_bound"] / GiB - 6) < 1e-6
+    # With broker 5's RF-1 partition on broker 0, rack b lacks 1 GiB: with 5 replicas per
+    # broker it holds its 12 forced ones and 3 of 1 GiB at least (broker 5 alone lacks 0.85).
+    parts[-1] = Partition("f", 5, (0,), leader=0, size_bytes=GiB)
+    assert abs(plan_metrics.moves(ClusterModel(brokers, parts), {})["bytes_bound"] / GiB - 7) < 1e-6
+
+
 def test_a_partition_heavier_than_a_brokers_share_of_network_out_sets_the_leader_floors() -> None:
     # 3 brokers, 6 RF-1 partitions: one sends 10/s, the rest 1/s (mean per broker 5). With
     # leader counts one apart its leader leads 2 partitions: at least 10 + 1, 2.2 x the mean.
