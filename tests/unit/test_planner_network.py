@@ -120,14 +120,16 @@ def test_a_rack_short_of_replicas_that_may_cross_keeps_them_for_other_racks() ->
     goal copied most of them back: bytes 1.647 x the bound. Kept for the crossing moves
     (replica_count._short_racks): 1.149, moves 1.053 -> 1.036 x their bound; with givers left
     without disk excess giving their smallest replicas and takers past the mean disk refusing
-    large ones (replica_count._wish): bytes 1.081, moves 1.045."""
+    large ones (replica_count._wish): bytes 1.081, moves 1.045. With the rack shedding its
+    smallest such replicas first, from any of its brokers (_shed_scarce_racks): bytes 1.066,
+    moves 1.050 (some of its brokers give one and take another back from inside the rack)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     metrics = importlib.import_module("plan_metrics")
     c = generate_cluster("crowded-medium", seed=43)
     result = plan_rebalance(c, options=PlannerOptions())
     cost = metrics.moves(c, result.plan.replicas)
     assert cost["bytes"] <= 1.10 * cost["bytes_bound"]
-    assert cost["moves"] <= 1.05 * cost["moves_bound"]
+    assert cost["moves"] <= 1.06 * cost["moves_bound"]
     assert after(result, "network_out")["max_over_mean"] <= 1.05
     assert after(result, "leader_bytes_in")["max_over_mean"] <= 1.10
     assert not [w for w in result.summary.warnings if "network" in w]
@@ -141,6 +143,26 @@ def test_a_rack_above_its_disk_share_keeps_scarce_replicas_that_may_cross(seed: 
     replicas to shed; after its disk excess was gone it still sent 81 GB replicas across, and
     the disk goal copied bytes back: 1.112 x the bytes bound (seed 175: 1.135). Kept while
     they are that scarce (replica_count._short_racks): 1.079 and 1.076."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    metrics = importlib.import_module("plan_metrics")
+    c = generate_cluster("crowded-medium", seed=seed)
+    result = plan_rebalance(c, options=PlannerOptions())
+    cost = metrics.moves(c, result.plan.replicas)
+    assert cost["bytes"] <= 1.10 * cost["bytes_bound"]
+    assert cost["moves"] <= 1.10 * cost["moves_bound"]
+    assert after(result, "disk")["max_over_mean"] <= 1.03
+
+
+@pytest.mark.parametrize("seed", [92, 245, 371])
+def test_a_rack_short_of_replicas_that_may_cross_sheds_those_its_disk_needs_gone(seed: int) -> None:
+    """Crowded-medium seeds 245 and 371 (unseen until the sweep that found them): a rack of 7
+    brokers must send some 550-580 replicas to other racks and holds few more that may go (RF
+    2), at about its share of disk. Its fullest brokers sent all of theirs, giants included
+    (seed 371: 0.97 x the mean disk for 596 replicas; the 582 smallest carry 0.16), and the
+    disk goal copied bytes back: 1.114 and 1.236 x the bytes bound. Seed 92's rack is 0.56 x
+    the mean above its share of disk and those replicas carry 0.41: 1.106. Shed first, the
+    smallest or the largest, from any of the rack's brokers
+    (ReplicaCountGoal._shed_scarce_racks): 1.041, 1.063 and 1.091."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     metrics = importlib.import_module("plan_metrics")
     c = generate_cluster("crowded-medium", seed=seed)
