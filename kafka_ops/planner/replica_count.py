@@ -224,9 +224,9 @@ class ReplicaCountGoal(BalanceGoal):
         86 of seeds 0-447 where a rack qualifies: bytes 1.061 -> 1.058 and moves 1.059 -> 1.056
         x their bounds on average, bytes misses 6 -> 2 (92: 1.106 -> 1.091, 411: 1.108 ->
         1.086), and a plan's CPU 5.3 -> 1.9 s: the givers' searches for replicas that may
-        cross were most of the count goal's time (seed 92: 5.3 -> 0.8 s). Between the two, a mix carrying the disk excess
-        moved more (145 of the even seeds: bytes 1.039 -> 1.046, moves 1.045 -> 1.054 x their
-        bounds): the givers' choice stays there."""
+        cross were most of the count goal's time (seed 92: 5.3 -> 0.8 s). Between the two, a
+        mix carrying the disk excess moved more (145 of the even seeds: bytes 1.039 -> 1.046,
+        moves 1.045 -> 1.054 x their bounds): the givers' choice stays there."""
         st = run.state
         n_racks = len(mean.racks)
         for r in sorted(mean.racks):
