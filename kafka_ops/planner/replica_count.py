@@ -141,14 +141,16 @@ class ReplicaCountGoal(BalanceGoal):
     def bounds(self, run: Run, g: int) -> tuple[float, float]:
         """The floor and ceiling of the mean, unless a rack must hold more than the ceiling on
         each of its brokers: then from the floor of the other brokers' mean to that rack's
-        ceiling (_forced_range), the narrowest range any plan reaches."""
+        ceiling (_forced_range), the narrowest range any plan reaches. The reason is set each
+        time the bounds settle: bounds measured before the hard goals moved a dead broker's
+        replicas off are cleared, and so must be a rack that looked forced then."""
         key = (self.name, g)
         if key not in run.bounds:
             lo, hi = super().bounds(run, g)
             forced = _forced_range(run, g, int(hi))
             if forced is not None:
                 run.bounds[key] = forced[:2]
-                run.memo[("replica_count:forced", g)] = forced[2]
+            run.memo[("replica_count:forced", g)] = forced[2] if forced is not None else None
         return run.bounds[key]
 
     def optimize(self, run: Run) -> None:
