@@ -162,6 +162,33 @@ def rack_limit(run: Run, p: int, rf: int | None = None) -> int:
     return run.memo[key]
 
 
+def rack_forced(run: Run, g: int, weight: Callable[[int], float] | None = None) -> dict[int, float]:
+    """Per rack of group g's live brokers, what the rack rule forces into it: a partition of
+    RF r puts at least r - (what the other racks may hold, rack_limit each) replicas in a rack.
+    With three racks and RF 3 that is one replica of every partition in each; a rack with
+    fewer brokers than the others (a dead broker's) then holds more per broker than the mean,
+    whatever the plan. Counted in replicas, or summed over ``weight(p)`` (a partition's size,
+    bytes-in) to bound a load goal."""
+    st = run.state
+    racks = Counter(st.rack[b] for b in st.groups[g].brokers if st.eligible[b])
+    if len(racks) < 2:
+        return {}
+    first: dict[int, int] = {}  # a partition per replication factor (rack_limit's key)
+    per_rf: dict[int, float] = {}
+    for p in range(st.np):
+        if st.group_of(p) == g:
+            rf = len(st.replicas[p])
+            first.setdefault(rf, p)
+            per_rf[rf] = per_rf.get(rf, 0.0) + (weight(p) if weight is not None else 1.0)
+    forced = dict.fromkeys(racks, 0.0)
+    for rf, total in per_rf.items():
+        limit = rack_limit(run, first[rf], rf)
+        room = sum(min(limit, m) for m in racks.values())
+        for r, m in racks.items():
+            forced[r] += total * max(0, rf - (room - min(limit, m)))
+    return forced
+
+
 def why_no_broker(run: Run, p: int, src: int, retarget: bool = False) -> str:
     """Which rules rejected the brokers p's replica on src could go to, for an error message.
 

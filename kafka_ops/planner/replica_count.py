@@ -17,7 +17,7 @@ import numpy as np
 
 from kafka_ops.planner.balance import _SCAN, BalanceGoal
 from kafka_ops.planner.context import Run
-from kafka_ops.planner.hard import rack_limit
+from kafka_ops.planner.hard import rack_forced
 from kafka_ops.planner.state import WorkingState
 from kafka_ops.planner.topic_first import topic_first
 from kafka_ops.planner.trades import RackRoom
@@ -746,21 +746,9 @@ def _forced_range(run: Run, g: int, hi: int) -> tuple[int, int, str] | None:
     st = run.state
     brokers = run.group_brokers(g)
     racks = Counter(st.rack[b] for b in brokers)
-    if len(racks) < 2:
+    need = {r: round(v) for r, v in rack_forced(run, g).items()}
+    if not need:
         return None
-    first: dict[int, int] = {}  # a partition per replication factor (rack_limit's key)
-    per_rf: Counter[int] = Counter()
-    for p in range(st.np):
-        if st.group_of(p) == g:
-            rf = len(st.replicas[p])
-            first.setdefault(rf, p)
-            per_rf[rf] += 1
-    need: Counter[int] = Counter()
-    for rf, n in per_rf.items():
-        limit = rack_limit(run, first[rf], rf)
-        room = sum(min(limit, m) for m in racks.values())
-        for r, m in racks.items():
-            need[r] += n * max(0, rf - (room - min(limit, m)))
     total = sum(st.count[b] for b in brokers)
     fixed: set[int] = set()
     while True:

@@ -25,7 +25,7 @@ from typing import Protocol, cast
 import numpy as np
 
 from kafka_ops.planner.context import Move, Run
-from kafka_ops.planner.hard import rack_limit
+from kafka_ops.planner.hard import rack_forced, rack_limit
 from kafka_ops.planner.state import WorkingState
 
 
@@ -688,6 +688,16 @@ def unreachable(goal: BalanceGoal, run: Run, g: int) -> str | None:
         return (f"{goal.name}: {st.tps[p]} alone is {x / mean:.2f}x a broker's mean; with its "
                 f"share of {'leaders' if goal.leader_only else 'replicas'} the broker holding it "
                 f"carries at least {floor_load / mean:.2f}x, so {limit} is not reachable")
+    if not goal.leader_only:
+        rack = st.rack[worst]
+        members = [b for b in brokers if st.rack[b] == rack]
+        forced = rack_forced(run, g, lambda q: goal.item_load(st, q, False)).get(rack, 0.0)
+        if forced / len(members) > hi:
+            ids = ", ".join(str(st.broker_ids[b]) for b in members)
+            return (f"{goal.name}: {limit} not reachable: the rack of brokers {ids} holds at least "
+                    f"{forced / len(members) / mean:.3f}x the mean per broker (the replicas of "
+                    f"partitions the other racks may not hold more of); broker "
+                    f"{st.broker_ids[worst]} ends at {load[worst] / mean:.3f}x")
     mine = [q for q in ps if (st.replicas[q][0] == worst if goal.leader_only
                               else worst in st.replicas[q])]
     y, q = max(((goal.item_load(st, q, True), q) for q in mine), default=(0.0, -1))
