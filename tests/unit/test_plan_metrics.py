@@ -111,3 +111,15 @@ def test_leaders_evenable_agrees_with_brute_force() -> None:
         brute = any(all(lo <= pick.count(b) <= hi for b in live)
                     for pick in map(list, itertools.product(*choices)))
         assert plan_metrics.leaders_evenable(lists, live) == brute, (lists, n)
+
+
+def test_a_rack_repair_copies_its_partition_out_and_the_rack_is_refilled() -> None:
+    # Brokers 0 and 1 (rack a) hold both replicas of a 10 GiB RF-2 partition; 2 and 3 (rack b)
+    # a 10 GiB RF-1 partition each: counts and disk even, so neither bound alone asks for a
+    # byte. Rack awareness copies one of big's replicas to rack b, whatever the plan, and rack
+    # a must be refilled: at least 10 GiB arrive (the plan copies 20: big to broker 2, and a
+    # 10 GiB partition back into rack a).
+    brokers = [Broker(i, rack=r) for i, r in enumerate("aabb")]
+    parts = [Partition("big", 0, (0, 1), leader=0, size_bytes=10 * GiB)]
+    parts += [Partition("f", i, (i,), leader=i, size_bytes=10 * GiB) for i in (2, 3)]
+    assert abs(plan_metrics.moves(ClusterModel(brokers, parts), {})["bytes_bound"] / GiB - 10) < 1e-6
