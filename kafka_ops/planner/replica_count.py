@@ -45,6 +45,11 @@ _SHORT = 4
 # scarcest choice decides whether small or giant ones do)
 _SHORT_HEAVY = 1.7
 _CARRY = 1.3
+# A scarce rack whose replicas that may cross carry this many times its disk excess sheds the
+# smallest of them too (_shed_scarce_racks): left to the givers, who pick by topic, the large
+# ones went and the rack fell far below its share (crowded-medium seed 560: a rack 0.19 x the
+# mean disk above its share, its crossers carrying 3.1, ended 1.16 below; bytes 1.235 x bound).
+_SKEWED = 5.0
 _TAKERS_TRIED = 3  # a rack's emptiest takers a source weighs per move (2: spread / 2x floor 1.006,
 # mean of seeds 0-7 of medium and crowded-medium; 3: 0.996; 4: 1.004)
 
@@ -213,7 +218,7 @@ class ReplicaCountGoal(BalanceGoal):
         replicas that may leave it (of partitions with fewer replicas than there are racks)
         first sends its excess to other racks in those, from whichever of its brokers holds
         them, to the emptiest brokers that may take them: the smallest when they carry its
-        disk excess (a rack at about its share of disk), the largest when even all of them
+        disk excess (a rack at about its share of disk) or _SKEWED times it, the largest when even all of them
         carry less (a rack that must shed all the disk it can). Moves inside the rack then even
         its brokers out. Other racks shed as the givers choose (_fill, _short_racks). False when
         the plan's move budget ran out.
@@ -228,7 +233,16 @@ class ReplicaCountGoal(BalanceGoal):
         1.086), and a plan's CPU 5.3 -> 1.9 s: the givers' searches for replicas that may
         cross were most of the count goal's time (seed 92: 5.3 -> 0.8 s). Between the two, a
         mix carrying the disk excess moved more (145 of the even seeds: bytes 1.039 -> 1.046,
-        moves 1.045 -> 1.054 x their bounds): the givers' choice stays there."""
+        moves 1.045 -> 1.054 x their bounds): the givers' choice stays there, unless those
+        replicas carry _SKEWED times the disk excess or more. The givers pick them by topic,
+        and where most of what may cross is giants, giants went: crowded-medium seed 560's
+        rack sent 2.8 x the mean disk across to shed 0.19, and the disk goal copied it back
+        (bytes 1.235 x the bound; the smallest: 1.073). Shedding the smallest in every such
+        rack did worse (crowded-medium seeds 0-95 and 448-639, 204 with such a rack: bytes
+        1.044 -> 1.047, moves 1.048 -> 1.059 x their bounds on average over the 288); at 5x,
+        11 racks qualify there (bytes 1.044 -> 1.042, moves 1.048 -> 1.048, misses 2 -> 0;
+        4x to 6x alike), and on seeds 96-191 and 640-735, unseen while it was chosen, 9 plans
+        change (bytes 1.0421 -> 1.0418, moves 1.0467 -> 1.0472; seed 175: 1.076 -> 1.034)."""
         st = run.state
         n_racks = len(mean.racks)
         for r in sorted(mean.racks):
@@ -241,9 +255,11 @@ class ReplicaCountGoal(BalanceGoal):
             if len(crossers) >= _SHORT * excess:
                 continue
             disk_excess = sum(st.disk[b] for b in members) - mean.disk * len(members)
-            if disk_excess <= sum(x for x, _, _ in crossers[:excess]):
+            carried = sum(x for x, _, _ in crossers)
+            if (disk_excess <= sum(x for x, _, _ in crossers[:excess])
+                    or carried >= _SKEWED * disk_excess):
                 order: Iterable[tuple[float, int, int]] = crossers
-            elif disk_excess >= sum(x for x, _, _ in crossers):
+            elif disk_excess >= carried:
                 order = reversed(crossers)
             else:
                 continue
