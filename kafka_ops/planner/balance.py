@@ -465,7 +465,9 @@ class BalanceGoal:
                 break
             if tried > _LOOKS:
                 break  # every trade found moves less than ``least``
-        if action is None and raw is not None and self.resource == "disk" and not split:
+        if split:
+            return action
+        if action is None and raw is not None and self.resource == "disk":
             # Every trade found copies more than it closes: aimed at the whole gap, the swap
             # search offers only giants (crowded-medium seed 667: 533 GB for 405 GB inside a
             # crowded rack, bytes 1.373 x the bound). A quarter of the gap at a time, smaller
