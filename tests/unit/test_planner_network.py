@@ -151,6 +151,18 @@ def test_a_rack_short_of_replicas_that_may_cross_keeps_them_for_other_racks() ->
     assert not [w for w in result.summary.warnings if "network" in w]
 
 
+def _within_the_issues_bounds(preset: str, seed: int) -> None:
+    """The plan's moves and bytes within 1.10 x plan_metrics' bounds, its disk within 1.03."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    metrics = importlib.import_module("plan_metrics")
+    c = generate_cluster(preset, seed=seed)
+    result = plan_rebalance(c, options=PlannerOptions())
+    cost = metrics.moves(c, result.plan.replicas)
+    assert cost["bytes"] <= 1.10 * cost["bytes_bound"]
+    assert cost["moves"] <= 1.10 * cost["moves_bound"]
+    assert after(result, "disk")["max_over_mean"] <= 1.03
+
+
 @pytest.mark.parametrize("seed", [175, 273])
 def test_a_rack_above_its_disk_share_keeps_scarce_replicas_that_may_cross(seed: int) -> None:
     """Crowded-medium seeds 175 and 273: the crowded rack also holds more than its share of
@@ -159,14 +171,7 @@ def test_a_rack_above_its_disk_share_keeps_scarce_replicas_that_may_cross(seed: 
     replicas to shed; after its disk excess was gone it still sent 81 GB replicas across, and
     the disk goal copied bytes back: 1.112 x the bytes bound (seed 175: 1.135). Kept while
     they are that scarce (replica_count._short_racks): 1.079 and 1.076."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    metrics = importlib.import_module("plan_metrics")
-    c = generate_cluster("crowded-medium", seed=seed)
-    result = plan_rebalance(c, options=PlannerOptions())
-    cost = metrics.moves(c, result.plan.replicas)
-    assert cost["bytes"] <= 1.10 * cost["bytes_bound"]
-    assert cost["moves"] <= 1.10 * cost["moves_bound"]
-    assert after(result, "disk")["max_over_mean"] <= 1.03
+    _within_the_issues_bounds("crowded-medium", seed)
 
 
 @pytest.mark.parametrize("seed", [92, 245, 371])
@@ -179,14 +184,7 @@ def test_a_rack_short_of_replicas_that_may_cross_sheds_those_its_disk_needs_gone
     the mean above its share of disk and those replicas carry 0.41: 1.106. Shed first, the
     smallest or the largest, from any of the rack's brokers
     (ReplicaCountGoal._shed_scarce_racks): 1.041, 1.063 and 1.091."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    metrics = importlib.import_module("plan_metrics")
-    c = generate_cluster("crowded-medium", seed=seed)
-    result = plan_rebalance(c, options=PlannerOptions())
-    cost = metrics.moves(c, result.plan.replicas)
-    assert cost["bytes"] <= 1.10 * cost["bytes_bound"]
-    assert cost["moves"] <= 1.10 * cost["moves_bound"]
-    assert after(result, "disk")["max_over_mean"] <= 1.03
+    _within_the_issues_bounds("crowded-medium", seed)
 
 
 @pytest.mark.parametrize("seed", [560, 587])
@@ -198,14 +196,7 @@ def test_a_scarce_rack_whose_crossing_replicas_are_mostly_giants_sheds_the_small
     rack's brokers down to 0.53) and the disk goal copied them back: 1.235 and 1.125 x the
     bytes bound. The smallest shed first (ReplicaCountGoal._shed_scarce_racks, _SKEWED):
     1.073 and 1.037."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    metrics = importlib.import_module("plan_metrics")
-    c = generate_cluster("crowded-medium", seed=seed)
-    result = plan_rebalance(c, options=PlannerOptions())
-    cost = metrics.moves(c, result.plan.replicas)
-    assert cost["bytes"] <= 1.10 * cost["bytes_bound"]
-    assert cost["moves"] <= 1.10 * cost["moves_bound"]
-    assert after(result, "disk")["max_over_mean"] <= 1.03
+    _within_the_issues_bounds("crowded-medium", seed)
 
 
 def test_a_disk_gap_only_giant_swaps_close_at_once_is_closed_in_smaller_trades() -> None:
