@@ -364,9 +364,13 @@ def _repair_refill(cluster: ClusterModel, live: Sequence[int], need: Mapping[int
     broker's shortfall grows at least as fast with each more, so the sum stays a lower bound."""
     out = _Refill(live)
     alive = set(live)
+    limits: dict[int, int] = {}  # per replication factor
     for p in cluster:
         reps = [b for b in p.replicas if b in alive]
-        limit = rack_limit(cluster, list(live), len(p.replicas))
+        rf = len(p.replicas)
+        if rf not in limits:
+            limits[rf] = rack_limit(cluster, list(live), rf)
+        limit = limits[rf]
         per_rack: dict[str, list[int]] = defaultdict(list)
         for b in reps:
             per_rack[rack_key(cluster, b)].append(b)

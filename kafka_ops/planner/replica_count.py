@@ -218,10 +218,10 @@ class ReplicaCountGoal(BalanceGoal):
         replicas that may leave it (of partitions with fewer replicas than there are racks)
         first sends its excess to other racks in those, from whichever of its brokers holds
         them, to the emptiest brokers that may take them: the smallest when they carry its
-        disk excess (a rack at about its share of disk) or _SKEWED times it, the largest when even all of them
-        carry less (a rack that must shed all the disk it can). Moves inside the rack then even
-        its brokers out. Other racks shed as the givers choose (_fill, _short_racks). False when
-        the plan's move budget ran out.
+        disk excess (a rack at about its share of disk) or _SKEWED times it, the largest when
+        even all of them carry less (a rack that must shed all the disk it can). Moves inside
+        the rack then even its brokers out. Other racks shed as the givers choose (_fill,
+        _short_racks). False when the plan's move budget ran out.
 
         Left to the givers, the fullest brokers sent all their own such replicas, of any size,
         while others sat on brokers with nothing to give. Crowded-medium seed 371 (unseen until
