@@ -69,12 +69,17 @@ def seed(bootstrap: str, *args: str, timeout: float = 60) -> subprocess.Complete
 
 
 def seeded(backend: ClusterBackend, want: int = len(TOPICS), timeout: float = 15) -> ClusterModel:
-    """The cluster as the backend sees it once ``want`` seeded topics are visible (the
-    ZooKeeper face writes a created topic's znodes a moment after the Admin API answers)."""
+    """The cluster as the backend sees it once ``want`` seeded topics are visible and each of
+    their partitions has a leader. The ZooKeeper face, as ZooKeeper-mode Kafka does, writes a
+    created topic's znode a moment after the Admin API answers, and each partition's state
+    (leader, ISR) after that: read in between, a partition shows leader -1 (a CI run under
+    load read 8 such partitions)."""
     deadline = time.monotonic() + timeout
     while True:
         model = backend.describe_cluster()
-        if sum(t in model.topics for t in TOPICS) >= want or time.monotonic() > deadline:
+        seen = [t for t in TOPICS if t in model.topics]
+        led = not any(p.is_offline for t in seen for p in model.topics[t])
+        if (len(seen) >= want and led) or time.monotonic() > deadline:
             return model
         time.sleep(0.1)
 
