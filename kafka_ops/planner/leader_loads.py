@@ -89,7 +89,7 @@ def _leader_transfer(run: Run, loads: LeaderLoads, lc: BalanceGoal | None, w: in
             if b not in members or ((leaders[b] + 1 > lhi) if above else (leaders[b] - 1 < llo)):
                 continue
             heavy, light = (w, b) if above else (b, w)
-            if not 0 < x < load[heavy] - load[light]:
+            if not 0 < x < load[heavy] - load[light] or loads.piles(st, p, light):
                 continue
             delta = min(abs(load[w] - mean), abs(load[b] - mean)) or x
             found.append((abs(x - delta), p, light))
@@ -166,7 +166,7 @@ def leader_replica_swap(run: Run, loads: LeaderLoads, w: int, above: bool, load:
     for p, q in zip(gives[best].tolist(), takes[best].tolist(), strict=True):
         h, lt = int(lead[p]), int(lead[q])
         a, b = (p, h, lt), (q, lt, h)
-        if not can_trade(run, a, b):
+        if loads.piles(st, p, lt) or loads.piles(st, q, h) or not can_trade(run, a, b):
             continue
         n, size = trade_cost(st, (a, b))
         if (n > 0 or size > 0) and not run.room_for_move(size, max(0, n)):
