@@ -546,30 +546,48 @@ class CapacityGoal(HardGoal):
         """The first movable partition too big for its pool on its own, as an error message.
 
         A replica of a partition whose size (or bytes-in) is above a broker's limit can never
-        be on that broker; if fewer of the pool's live brokers can hold it than it has replicas
-        (counting at most the rack limit per rack), no plan exists, whatever else moves. An
-        exact check for one partition at a time: says which partition, which limit, which
-        brokers fall short.
+        be on that broker, nor can any movable replica be on a broker whose replica limit the
+        replicas this plan leaves in place (reassignments in flight) fill already; if fewer of the
+        pool's live brokers can hold it than it has replicas (counting at most the rack limit
+        per rack), no plan exists, whatever else moves. An exact check for one partition at a
+        time: says which partition, which limit, which brokers fall short.
         """
         st = run.state
         limits = [self.limits(run, b) for b in range(st.nb)]
-        if all(lim[0] == float("inf") and lim[1] == float("inf") for lim in limits):
+        pinned = Counter(b for p in range(st.np) if not run.partition_movable[p] for b in st.replicas[p])
+        full = {b for b, n in pinned.items() if n >= limits[b][3]}
+        if not full and all(lim[0] == float("inf") and lim[1] == float("inf") for lim in limits):
             return None
-        # The smallest limits of each group's live brokers: most partitions fit under them all.
+        # The smallest limits of each group's live brokers with room: most partitions fit under
+        # them all, and then need only enough such brokers, rack limit counted (a sum per group
+        # and rack limit; a broker outside dst_ok counts only for its own replicas: left out).
         smallest = []
         for group in st.groups:
-            live_limits = [limits[b] for b in group.brokers if st.eligible[b]]
+            live_limits = [limits[b] for b in group.brokers if st.eligible[b] and b not in full]
             smallest.append((min((lim[0] for lim in live_limits), default=0.0),
                              min((lim[1] for lim in live_limits), default=0.0)))
+        spare: dict[tuple[int, int], int] = {}
         for p in range(st.np):
-            disk, net_in = smallest[st.group_of(p)]
-            if (st.size[p] <= disk and st.bytes_in[p] <= net_in) or not run.partition_movable[p]:
+            g = st.group_of(p)
+            disk, net_in = smallest[g]
+            if not run.partition_movable[p]:
                 continue
+            if st.size[p] <= disk and st.bytes_in[p] <= net_in:
+                if not full:
+                    continue
+                key = (g, rack_limit(run, p))
+                if key not in spare:
+                    in_rack = Counter(st.rack[b] for b in st.groups[g].brokers
+                                      if st.eligible[b] and run.dst_ok[b] and b not in full)
+                    spare[key] = sum(min(n, key[1]) for n in in_rack.values())
+                if spare[key] >= len(st.replicas[p]):
+                    continue
             reps = st.replicas[p]
             group = st.groups[st.group_of(p)]
             live = [b for b in group.brokers
                     if st.eligible[b] and (run.dst_ok[b] or b in reps)]
-            fit = [b for b in live if st.size[p] <= limits[b][0] and st.bytes_in[p] <= limits[b][1]]
+            fit = [b for b in live
+                   if b not in full and st.size[p] <= limits[b][0] and st.bytes_in[p] <= limits[b][1]]
             if len(fit) == len(live):
                 continue
             per_rack = Counter(st.rack[b] for b in fit)
@@ -580,7 +598,9 @@ class CapacityGoal(HardGoal):
             gib = 1024**3
             detail = ", ".join(
                 f"broker {st.broker_ids[b]} "
-                + (f"disk limit {limits[b][0] / gib:.1f} GiB" if st.size[p] > limits[b][0]
+                + (f"replica limit {limits[b][3]:.0f} filled by {pinned[b]} replicas this plan "
+                   f"leaves in place (reassignments in flight)" if b in full
+                   else f"disk limit {limits[b][0] / gib:.1f} GiB" if st.size[p] > limits[b][0]
                    else f"network-in limit {limits[b][1]:.0f} B/s")
                 for b in short[:5]) + (f" and {len(short) - 5} more" if len(short) > 5 else "")
             racks = "" if limit >= len(reps) else f" (rack_awareness: at most {limit} per rack)"

@@ -184,6 +184,50 @@ def test_partition_larger_than_the_only_broker_left_is_refused_naming_capacity(p
     assert "broker_exclusions" not in message and "mode" not in message
 
 
+def _in_flight(topic: str, n: int, replicas: tuple[int, ...]) -> Partition:
+    """A partition being reassigned as the strategy draws one: its last replica is being added
+    in place of the one before it (Kafka's AR and RR)."""
+    return Partition(topic, n, replicas, replicas[0], replicas,
+                     adding_replicas=replicas[-1:], removing_replicas=replicas[-2:-1])
+
+
+@pytest.mark.parametrize("found", [False, True])
+def test_a_broker_full_of_replicas_in_flight_is_no_room_for_a_partition_too_big(found: bool) -> None:
+    # Found by a fresh random run of the property test (``found``: that cluster; else its
+    # essence). Broker 0 holds two partitions in flight, which this plan leaves in place, and
+    # max_replicas_per_broker is 2: every other replica must leave it, t0-2 (50 GiB, RF 3)
+    # included, and broker 3's disk limit (30 GiB x 0.8) is below its size, so only two brokers
+    # can hold it. The error named no partition ("broker 0 is above its replica count limit").
+    gib = 1024**3
+    small = BrokerCapacity(disk_bytes=30 * gib)
+    pools = None
+    if found:
+        brokers = [Broker(b, rack=f"rack-{r}", capacity=small if b == 4 else BrokerCapacity())
+                   for b, r in enumerate((0, 1, 2, 3, 0, 0, 0))]
+        parts = [_in_flight("t0", 0, (0, 1, 2, 3)), Partition("t0", 1, (0, 1, 2), 0, (0, 1, 2)),
+                 Partition("t0", 2, (0, 1, 2), 0, (0, 1, 2), size_bytes=50 * gib),
+                 _in_flight("t1", 0, (1, 0)), Partition("t1", 1, (0,), 0, (0,)),
+                 Partition("t1", 2, (0,), 0, (0,))]
+        pools = PoolSet([Pool("even", frozenset({0, 2, 4, 6}), topics=("t0",)),
+                         Pool("odd", frozenset({1, 3, 5}), topics=("t1",))])
+        short = "only 2 of the 4 live brokers in 'even'"
+    else:
+        brokers = [Broker(0), Broker(1), Broker(2), Broker(3, capacity=small)]
+        parts = [_in_flight("t0", 0, (1, 0)), _in_flight("t0", 1, (2, 0)),
+                 Partition("t0", 2, (0, 1, 2), 0, (0, 1, 2), size_bytes=50 * gib)]
+        short = "only 2 of the 4 live brokers"
+    cluster = ClusterModel(brokers, parts)
+    verdict = feasibility(cluster, pools, 2)
+    assert verdict.feasible is False and TopicPartition("t0", 2) in verdict.partitions
+    with pytest.raises(ValidationError) as error:
+        plan(cluster, pools, 2)
+    message = str(error.value)
+    assert message.startswith("capacity: t0-2 (50.0 GiB") and "needs 3 brokers" in message
+    assert short in message
+    assert "broker 0 replica limit 2 filled by 2 replicas this plan leaves in place" in message
+    assert "disk limit 24.0 GiB" in message
+
+
 def test_a_pool_too_small_is_named_before_a_partition_too_big() -> None:
     # Found by a fresh random run of the property test: two reasons, both real. The pool that
     # cannot hold t0-0 at all is the more basic gap and is named first (as the oracle does).
