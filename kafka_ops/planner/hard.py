@@ -546,11 +546,12 @@ class CapacityGoal(HardGoal):
         """The first movable partition too big for its pool on its own, as an error message.
 
         A replica of a partition whose size (or bytes-in) is above a broker's limit can never
-        be on that broker, nor can any movable replica be on a broker whose replica limit the
-        replicas this plan leaves in place (reassignments in flight) fill already; if fewer of the
-        pool's live brokers can hold it than it has replicas (counting at most the rack limit
-        per rack), no plan exists, whatever else moves. An exact check for one partition at a
-        time: says which partition, which limit, which brokers fall short.
+        be on that broker, nor can any movable replica be on a broker whose replica limit is
+        filled already by replicas this plan leaves in place (reassignments in flight,
+        partitions outside its scope); if fewer of the pool's live brokers can hold it than it
+        has replicas (counting at most the rack limit per rack), no plan exists, whatever else
+        moves. An exact check for one partition at a time: says which partition, which limit,
+        which brokers fall short.
         """
         st = run.state
         limits = [self.limits(run, b) for b in range(st.nb)]
@@ -583,7 +584,7 @@ class CapacityGoal(HardGoal):
                 if spare[key] >= len(st.replicas[p]):
                     continue
             reps = st.replicas[p]
-            group = st.groups[st.group_of(p)]
+            group = st.groups[g]
             live = [b for b in group.brokers
                     if st.eligible[b] and (run.dst_ok[b] or b in reps)]
             fit = [b for b in live
@@ -599,7 +600,7 @@ class CapacityGoal(HardGoal):
             detail = ", ".join(
                 f"broker {st.broker_ids[b]} "
                 + (f"replica limit {limits[b][3]:.0f} filled by {pinned[b]} replicas this plan "
-                   f"leaves in place (reassignments in flight)" if b in full
+                   f"leaves in place (in flight or outside its scope)" if b in full
                    else f"disk limit {limits[b][0] / gib:.1f} GiB" if st.size[p] > limits[b][0]
                    else f"network-in limit {limits[b][1]:.0f} B/s")
                 for b in short[:5]) + (f" and {len(short) - 5} more" if len(short) > 5 else "")
