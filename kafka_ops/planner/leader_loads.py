@@ -45,7 +45,8 @@ def balance_leader_load(goal: BalanceGoal, run: Run, g: int) -> None:
     Single transfers where the leader count goal allows them (from a broker at its upper count
     bound to one at its lower), else leadership trades between two brokers (leader_swap), else
     two transfers through w (leader_relay), else a swap of two leader replicas
-    (leader_replica_swap).
+    (leader_replica_swap). The leader bytes-in goal gives no broker a leadership of a topic it
+    leads its share of already (LeaderLoads.piles); brokers stuck so try again allowed one more.
     """
     st = run.state
     load = st.load(goal.resource)
@@ -56,7 +57,12 @@ def balance_leader_load(goal: BalanceGoal, run: Run, g: int) -> None:
     on = loads.on
     lc = vetoing(run, "leaders")
     stuck: set[int] = set()
-    while (worst := goal._worst(run, g, stuck)) is not None:
+    while True:
+        if (worst := goal._worst(run, g, stuck)) is None:
+            if loads.crowd != 0 or not stuck:
+                return
+            loads.crowd, stuck = 1, set()
+            continue
         w, above = worst
         if _leader_transfer(run, loads, lc, w, above, members, on, load, mean):
             continue

@@ -400,13 +400,14 @@ def test_brokers_pinned_by_the_leader_loads_leave_fewer_topics_uneven_than_the_s
     moves, the leader bytes-in goal's fine trades piled 6 leaderships of a 256-partition topic
     (share 1-2) on one such broker, and no trade could hand one back: that topic ended 5
     apart, wider than any at the start, and the goal "worse". Held to one above a topic's share
-    (LeaderLoads.piles): 212, "improved"."""
+    (LeaderLoads.piles): 212, "improved"; held to the share, one above only for the brokers
+    stuck so: 163."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     metrics = importlib.import_module("plan_metrics")
     c = generate_cluster("crowded-xl", seed=6)
     result = plan_rebalance(c, options=PlannerOptions())
     before, after = metrics.score(c), metrics.score(c, result.plan.replicas)
-    assert after["topic_leader_spread_over_1"] <= before["topic_leader_spread_over_1"] - 10
+    assert after["topic_leader_spread_over_1"] <= before["topic_leader_spread_over_1"] - 50
     status = {g.name: g.status for g in result.summary.goals}
     assert status["topic_leader_dispersion"] == "improved"
     assert after["leader_in_max_mean"] <= 1.10 + 1e-9 and after["net_out_max_mean"] <= 1.05 + 1e-9
