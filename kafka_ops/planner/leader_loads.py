@@ -129,17 +129,17 @@ def leader_replica_swap(run: Run, loads: LeaderLoads, w: int, above: bool, load:
     other &= (loadv < min(hi, load[w])) if above else (loadv > max(lo, load[w]))
     other[w] = False
     lead, movable = loads.leader, loads.movable & loads.in_group
-    mine = np.flatnonzero((lead == w) & movable)
-    theirs = np.flatnonzero(other[np.maximum(lead, 0)] & (lead >= 0) & movable)
+    mine = (lead == w) & movable
+    theirs = other[np.maximum(lead, 0)] & (lead >= 0) & movable
     ps, qs = (mine, theirs) if above else (theirs, mine)
+    up, down = loads.by_load()
+    ps, qs = down[ps[down]][:_HOT], up[qs[up]]  # the heaviest givers; the takers by load
     if not len(ps) or not len(qs):
         return False
     x_of = loads.arr
-    ps = ps[np.argsort(-x_of[ps], kind="stable")[:_HOT]]
     excess = (load[w] - mean) if above else (mean - load[w])
     # Per p, the q whose trade moves between 0 and twice the excess (past that it overshoots
-    # more than it closes): a slice of the other side sorted by load.
-    qs = qs[np.argsort(x_of[qs], kind="stable")]
+    # more than it closes): a slice of the other side.
     xq = x_of[qs]
     first = np.searchsorted(xq, x_of[ps] - 2 * excess, "left")
     last = np.searchsorted(xq, x_of[ps], "right")
@@ -159,7 +159,7 @@ def leader_replica_swap(run: Run, loads: LeaderLoads, w: int, above: bool, load:
     value = np.where(x <= excess, x, 2 * excess - x)
     ok &= value > 0
     ok &= (loadv[light] + x <= hi) if above else (loadv[heavy] - x >= lo)
-    for resource, per_partition in _sides(run, loads):
+    for resource, per_partition in loads.sides(st):
         if (slack := load_room(run, resource, g, loads.resource)) is None:
             continue
         fall, rise = slack
@@ -183,10 +183,3 @@ def leader_replica_swap(run: Run, loads: LeaderLoads, w: int, above: bool, load:
         return True
     return False
 
-
-def _sides(run: Run, loads: LeaderLoads) -> list[tuple[str, np.ndarray]]:
-    """The loads a leader replica carries beyond leadership, per partition: network out (as
-    leader), network in and disk."""
-    st = run.state
-    return [("network_out", loads.leader_out(st)), ("network_in", np.asarray(st.bytes_in, float)),
-            ("disk", np.asarray(st.size, float))]
