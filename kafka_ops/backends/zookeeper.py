@@ -239,10 +239,7 @@ class ZooKeeperBackend:
             raise BackendError(f"{what}: {type(exc).__name__}: {exc}") from None
 
     def _live_endpoints(self) -> dict[int, str]:
-        paths = [zk.broker_path(int(b)) for b in self._children(zk.BROKER_IDS) if b.isdigit()]
-        return {b.id: f"{b.host}:{b.port}" for b in (
-            zk.decode_broker(p, data) for p, data in zip(paths, self._get_many(paths), strict=True)
-            if data is not None)}
+        return {b.id: f"{b.host}:{b.port}" for b in self._registered_brokers().values()}
 
     def _admin_client(self, endpoints: Mapping[int, str]) -> Any:
         if self._log_dir_client is None:
@@ -310,6 +307,21 @@ class ZooKeeperBackend:
         data = self._read(zk.REASSIGN_PARTITIONS)
         return {} if data is None else zk.decode_reassignment(zk.REASSIGN_PARTITIONS, data)
 
+    def _registered_brokers(self) -> dict[int, Broker]:
+        """The brokers registered now (a znode deregistered between the listing and the read
+        is left out).
+
+        The cluster reads take these last, after the partition states: a dying broker's
+        znode goes before the controller shrinks the ISRs it was in (its session expires, the
+        controller sees the deletion, then writes the states), so a read that finds the
+        shrunk ISR finds the broker gone too. Read first, a broker stopped between the two
+        reads looked alive beside ISRs without it, and the executor's pre-check reported an
+        under-replicated cluster instead of an offline broker (a fresh-clone CI run did)."""
+        paths = [zk.broker_path(int(b)) for b in self._children(zk.BROKER_IDS) if b.isdigit()]
+        return {b.id: b for b in (
+            zk.decode_broker(p, data) for p, data in zip(paths, self._get_many(paths), strict=True)
+            if data is not None)}
+
     def _live_broker_ids(self) -> set[int]:
         return {int(b) for b in self._children(zk.BROKER_IDS) if b.isdigit()}
 
@@ -351,17 +363,6 @@ class ZooKeeperBackend:
     # -- reading the cluster -------------------------------------------------------------
     @_translate_errors
     def describe_cluster(self) -> ClusterModel:
-        broker_paths = [
-            zk.broker_path(int(b)) for b in self._children(zk.BROKER_IDS) if b.isdigit()
-        ]
-        brokers = {
-            b.id: b
-            for b in (
-                zk.decode_broker(p, data)
-                for p, data in zip(broker_paths, self._get_many(broker_paths), strict=True)
-                if data is not None  # deregistered between the listing and the read
-            )
-        }
         topics = self._topics(self._children(zk.TOPICS))
         ongoing = checks.ongoing_reassignments(topics, self._pending_zk_reassignment(), None)
         tps = [TopicPartition(t, p) for t, z in topics.items() for p in z.partitions]
@@ -385,6 +386,7 @@ class ZooKeeperBackend:
             for t, p, data in zip(topics, config_paths, self._get_many(config_paths), strict=True)
             if data is not None
         }
+        brokers = self._registered_brokers()
         dead = {r for p in partitions for r in p.replicas} - brokers.keys()
         brokers.update({b: Broker(id=b, alive=False) for b in dead})
         return ClusterModel(brokers.values(), partitions, {t: c for t, c in configs.items() if c})
@@ -394,17 +396,6 @@ class ZooKeeperBackend:
         """Live brokers, and the state znodes of the given partitions only (their topics'
         znodes give the replicas): O(partitions asked), not O(cluster)."""
         wanted = sorted(set(partitions))
-        broker_paths = [
-            zk.broker_path(int(b)) for b in self._children(zk.BROKER_IDS) if b.isdigit()
-        ]
-        brokers = {
-            b.id: b
-            for b in (
-                zk.decode_broker(p, data)
-                for p, data in zip(broker_paths, self._get_many(broker_paths), strict=True)
-                if data is not None
-            )
-        }
         topics = self._topics(sorted({tp.topic for tp in wanted}))
         tps = [tp for tp in wanted if tp.topic in topics and tp.partition in topics[tp.topic].partitions]
         state_paths = [zk.partition_state_path(*tp) for tp in tps]
@@ -416,6 +407,7 @@ class ZooKeeperBackend:
                 continue
             state = zk.decode_partition_state(path, data)
             result.append(Partition(tp.topic, tp.partition, replicas, state.leader, state.isr))
+        brokers = self._registered_brokers()
         dead = {r for p in result for r in p.replicas} - brokers.keys()
         brokers.update({b: Broker(id=b, alive=False) for b in dead})
         return ClusterModel(brokers.values(), result)

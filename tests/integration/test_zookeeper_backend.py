@@ -110,6 +110,30 @@ def test_describe_cluster_reads_every_znode_version(backend):
     assert cluster.topic_configs == {"old": {"retention.ms": "1000"}}
 
 
+@pytest.mark.parametrize("read", ["describe_cluster", "describe_partitions"])
+def test_a_broker_dying_during_a_read_is_never_alive_beside_its_shrunk_isr(backend, zk, monkeypatch, read):
+    """Broker 2 dies between two of the read's round trips, written in the order Kafka's
+    controller writes it: its registration goes (session expiry), then the ISRs shrink. The
+    read may see either side of the death, never a live broker 2 beside an ISR without it (the
+    executor's pre-check then reported under-replicated partitions, not an offline broker)."""
+    reads = backend._get_many
+
+    def read_then_die(paths):
+        data = reads(paths)
+        if zk.exists("/brokers/ids/2"):
+            zk.delete("/brokers/ids/2")
+            zk.set("/brokers/topics/old/partitions/0/state",
+                   b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":1,"isr":[1]}')
+        return data
+
+    monkeypatch.setattr(backend, "_get_many", read_then_die)
+    cluster = (backend.describe_cluster() if read == "describe_cluster"
+               else backend.describe_partitions([TP("old", 0)]))
+    old0 = cluster.partition("old", 0)
+    assert (cluster.brokers[2].alive, old0.isr) in {(True, (1, 2)), (False, (1,))}
+    assert not zk.exists("/brokers/ids/2")  # the death did happen within the read
+
+
 def test_pipelined_gets_read_the_same_as_multi_read(backend, zk_connect):
     """The fallback for ZooKeeper < 3.6 (no multiRead) gives the identical model."""
     with ZooKeeperBackend(zk_connect, multi_read=False) as single_gets:
@@ -144,7 +168,7 @@ def test_wrong_chroot_is_a_clear_error(zookeeper_server):
     with pytest.warns(UserWarning, match="No chroot path exists"):  # kazoo's own warning
         b = ZooKeeperBackend(f"{zookeeper_server.connect_string}/no-kafka-here")
     with b:
-        with pytest.raises(ClusterStateError, match="/brokers/ids does not exist"):
+        with pytest.raises(ClusterStateError, match="/brokers/topics does not exist"):
             b.describe_cluster()
 
 
