@@ -155,7 +155,7 @@ class AdminApiBackend:
 
     # -- reading ---------------------------------------------------------------------------
     def describe_cluster(self) -> ClusterModel:
-        live = self._live_brokers()
+        self._live_brokers()  # first, for a controller failover (see _live_brokers)
         metadata = self._call("describe topics", lambda: self._client.list_topics(
             timeout=self._timeout))
         partitions: list[Partition] = []
@@ -168,6 +168,7 @@ class AdminApiBackend:
                 for p in topic.partitions.values()
             )
         partitions = _with_reassignments(partitions, self.list_reassignments())
+        live = self._live_brokers()
         described = self._hosted_log_dirs(partitions, live)
         sizes = _sizes(described)
         partitions = [_with_size(p, sizes.get(p.tp, {})) for p in partitions]
@@ -181,7 +182,7 @@ class AdminApiBackend:
         """Live brokers and the given partitions only: their topics in one DescribeTopics
         request, log-dir sizes of just these replicas. Unknown topics are left out."""
         wanted = set(partitions)
-        live = self._live_brokers()
+        self._live_brokers()  # first, for a controller failover (see _live_brokers)
         topics = sorted({tp.topic for tp in wanted})
         found: list[Partition] = []
         if topics:
@@ -202,6 +203,7 @@ class AdminApiBackend:
                               isr=tuple(n.id for n in p.isr))
                     for p in description.partitions if TopicPartition(name, p.id) in wanted
                 )
+        live = self._live_brokers()
         described = self._hosted_log_dirs(found, live)
         sizes = _sizes(described)
         found = [_with_size(p, sizes.get(p.tp, {})) for p in found]
@@ -229,9 +231,18 @@ class AdminApiBackend:
         return configs
 
     def _live_brokers(self) -> dict[int, Broker]:
-        """Once more after a failure, with metadata fetched first: librdkafka caches the
-        controller id and sends DescribeCluster there, so a dead controller fails the first try
-        until a Metadata response names the new one."""
+        """The live brokers. Once more after a failure, with metadata fetched first:
+        librdkafka caches the controller id and sends DescribeCluster there, so a dead
+        controller fails the first try until a Metadata response names the new one.
+
+        The cluster reads ask twice. First, before the partitions, as they always did: sent
+        first after the controller died, a Metadata request timed out instead (the
+        controller-death test, run with its file), where after the failed DescribeCluster it
+        is answered. Then after the
+        partitions, for the answer: the controller fences a dead broker before it shrinks the
+        ISRs it was in, so a read that saw the shrunk ISR sees the broker gone (read only
+        before, a broker dying in between looked alive beside ISRs without it:
+        under-replicated, not offline, to the executor's pre-check)."""
         def describe():
             return self._client.describe_cluster(
                 request_timeout=self._timeout).result(self._timeout)

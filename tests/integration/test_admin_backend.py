@@ -71,6 +71,28 @@ def test_dead_broker_is_reported_not_alive(setup):
     assert 4 not in model.partition("orders", 2).isr
 
 
+@pytest.mark.parametrize("read", ["describe_cluster", "describe_partitions"])
+def test_a_broker_dying_during_a_read_is_never_alive_beside_its_shrunk_isr(setup, monkeypatch, read):
+    """Broker 3 dies right after the read's first request: the model may show either side of
+    the death, never a live broker 3 beside ISRs without it (the executor's pre-check would
+    report under-replicated partitions instead of an offline broker)."""
+    cluster, backend = setup
+    call = backend._call
+
+    def first_then_die(what, fn):
+        result = call(what, fn)
+        if cluster.brokers[3].alive:
+            cluster.stop_broker(3)
+        return result
+
+    monkeypatch.setattr(backend, "_call", first_then_die)
+    model = (backend.describe_cluster() if read == "describe_cluster"
+             else backend.describe_partitions([TopicPartition("events", 0)]))
+    assert not cluster.brokers[3].alive  # the death did happen within the read
+    isr = model.partition("events", 0).isr
+    assert (model.brokers[3].alive, 3 in isr) in {(True, True), (False, True), (False, False)}
+
+
 def test_submit_and_cancel_in_one_call(setup):
     """The Admin API takes moves and cancels together (ZooKeeper mode cannot)."""
     cluster, backend = setup
