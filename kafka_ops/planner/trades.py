@@ -738,9 +738,15 @@ def unreachable(goal: BalanceGoal, run: Run, g: int) -> str | None:
     x, p = max((goal.item_load(st, p, True), p) for p in ps)
     floor_load = x + sum(sorted(items)[:max(0, share - 1)])
     if floor_load > hi:
+        # Where the worst broker ends well above that floor, say so: crowded-xl seed 10's
+        # broker 22 ended at 1.343x beside a floor of 1.18x, pinned at the disk goal's lower
+        # bound, and the warning read as if the plan had reached the floor.
+        ends = ("" if load[worst] <= floor_load + 0.005 * mean else
+                f"; broker {st.broker_ids[worst]} ends at {load[worst] / mean:.3f}x: no trade the "
+                f"earlier goals accept brings it nearer")
         return (f"{goal.name}: {st.tps[p]} alone is {x / mean:.2f}x a broker's mean; with its "
                 f"share of {'leaders' if goal.leader_only else 'replicas'} the broker holding it "
-                f"carries at least {floor_load / mean:.2f}x, so {limit} is not reachable")
+                f"carries at least {floor_load / mean:.2f}x, so {limit} is not reachable{ends}")
     if not goal.leader_only:
         rack = st.rack[worst]
         members = [b for b in brokers if st.rack[b] == rack]

@@ -97,6 +97,24 @@ def test_one_partition_too_big_is_named_in_a_warning() -> None:
     assert "network_in" in result.summary.format_text()
 
 
+def test_a_broker_pinned_above_the_floor_of_its_giant_partition_says_where_it_ends() -> None:
+    """t-0 alone sends 100 of 110 bytes/s: broker 0 leads it and u-0 (10), and with its share
+    of two leaders it could carry 100 (2.73x the mean) had it led a v partition instead. Every
+    such swap breaks the disk goal (a 10 GiB replica for a 20 GiB one), so it ends at 110 (3x):
+    the warning names the floor and says where the broker ended, and why."""
+    brokers = [Broker(b) for b in range(3)]
+    parts = [part("t", 0, (0,), size=30 * GiB, rate=0.0, out=100.0),
+             part("u", 0, (0,), size=10 * GiB, rate=0.0, out=10.0),
+             *(part("v", i, (1 + i // 2,), size=20 * GiB, rate=0.0, out=0.0) for i in range(4))]
+    result = plan_rebalance(ClusterModel(brokers, parts))
+    warning = next(w for w in result.summary.warnings if w.startswith("network_out:"))
+    assert warning == (
+        "network_out: t-0 alone is 2.73x a broker's mean; with its share of leaders the broker "
+        "holding it carries at least 2.73x, so 1.05 is not reachable; broker 0 ends at 3.000x: "
+        "no trade the earlier goals accept brings it nearer")
+    assert after(result, "disk")["max_over_mean"] == 1.0
+
+
 def test_a_rack_the_rack_rule_holds_above_the_bound_is_named_in_a_warning() -> None:
     """Racks a and b have three brokers, rack c two: each of the 30 RF-3 partitions puts a
     replica in each rack, so brokers 6 and 7 carry 15 of the 96 equal replicas, 1.25x the mean
