@@ -533,6 +533,19 @@ def test_the_network_out_goal_may_crowd_a_topics_leaders_to_reach_its_bound() ->
     assert after(result, "leader_bytes_in")["max_over_mean"] <= 1.10
 
 
+def test_the_leader_count_goal_does_not_pile_a_topics_leaderships_on_one_broker() -> None:
+    """Medium seed 376 (unseen until then): topic-00108 has 24 partitions on 24 brokers, each
+    0.27-0.47 x a broker's mean network out. The leader count goal, earlier than the leader
+    loads, passed them in transfers it counted as crowding nothing (a broker leading two gives
+    one to a broker leading two), and broker 6 ended leading three, 1.0 x the mean by
+    themselves: the network-out goal found no trade shedding one and stopped at 1.062. A
+    transfer now crowds by how far above its share the new leader ends."""
+    c = generate_cluster("medium", seed=376)
+    result = plan_rebalance(c, options=PlannerOptions())
+    assert after(result, "network_out")["max_over_mean"] <= 1.05
+    assert after(result, "leader_count")["max_minus_min"] <= 1
+
+
 @pytest.mark.slow
 def test_leadership_trades_for_leader_bytes_in_keep_network_out_within_its_bounds() -> None:
     """Crowded-xl seed 6: 20 partitions of one RF-2 topic each carry 0.43-0.78x a broker's mean
