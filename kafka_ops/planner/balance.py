@@ -211,7 +211,7 @@ class BalanceGoal:
                 if self.leader_only and not self.integer:
                     balance_leader_load(self, run, g)
                 elif self.leader_only:
-                    self._balance_leadership(run, g)
+                    self._balance_leader_count(run, g)
                 else:
                     self._balance_replicas(run, g)
                 if not self.integer and (warning := unreachable(self, run, g)) is not None:
@@ -528,65 +528,13 @@ class BalanceGoal:
         return (best_replica_swap(run, reps, src, dst, delta, gap, least)
                 or best_replica_swap(run, reps, src, dst, delta, gap, least, own_size=True))
 
-    def _balance_leadership(self, run: Run, g: int) -> None:
-        """Move leadership between replicas of the same partition; no data moves."""
-        if self.integer:
-            self._balance_leader_count(run, g)
-            return
-        st = run.state
-        load = st.load(self.resource)
-        brokers = run.group_brokers(g)
-        on = run.replicas_on()
-        mean = sum(load[b] for b in brokers) / len(brokers)
-        lead_range = _topic_leader_ranges(st, g, len(brokers))
-        nb, topic, tl = st.nb, st.topic, st.topic_leaders
-        stuck: set[int] = set()
-        while (worst := self._worst(run, g, stuck)) is not None:
-            w, above = worst
-            delta = abs(load[w] - mean)
-            lo, hi = self.bounds(run, g)
-            best, best_key = None, None
-            for p in on[w]:
-                reps = st.replicas[p]
-                lead = reps[0]
-                if above != (lead == w) or not run.partition_movable[p]:
-                    continue
-                x = self.item_load(st, p, True)
-                for f in (reps[1:] if above else (lead,)):
-                    new_leader, old_leader = (f, w) if above else (w, lead)
-                    # The transfer must narrow the gap between the two brokers.
-                    if not 0 < x < load[old_leader] - load[new_leader]:
-                        continue
-                    # Topic-aware tie-break: among equal transfers, the one that evens out the
-                    # topic's leaders (the new leader has too few of them, the old too many).
-                    t = topic[p]
-                    t_lo, t_hi = lead_range[t]
-                    on_new, on_old = tl.get(t * nb + new_leader, 0), tl.get(t * nb + old_leader, 0)
-                    crowding = ((on_new + 1 > t_hi) + (on_old - 1 < t_lo)
-                                - (on_new < t_lo) - (on_old > t_hi))
-                    key = (abs(x - delta), crowding, load[f] if above else -load[f], p)
-                    if best_key is None or key < best_key:
-                        if run.can_lead(p, new_leader):
-                            best, best_key = (p, new_leader), key
-                if self.integer and best is not None and best_key is not None and best_key[1] <= 0 and (
-                        load[best[1]] < lo if above else load[st.replicas[best[0]][0]] > hi):
-                    break  # a transfer between a broker above and one below: none is better
-            if best is None:
-                chain = self._leader_chain(run, g, w, above, on) if self.integer else None
-                if chain is None or not _apply_chain(run, chain):
-                    stuck.add(w)
-                if run.capped:
-                    return
-                continue
-            if not run.try_lead(*best):
-                return
-
     def _balance_leader_count(self, run: Run, g: int) -> None:
-        """The leader count case of _balance_leadership, on a per-broker leader index.
+        """Even out leader counts by moving leadership between replicas of a partition (no
+        data moves), on a per-broker leader index.
 
-        The same choices as the general loop (each transfer moves one leader, so the key is
-        the topic crowding, then the new leader's load, then the partition), but each broker's
-        scan visits only the partitions it leads (giving) or follows (taking).
+        Each transfer moves one leader, so the key is the topic crowding, then the other
+        broker's leader count, then the partition; each broker's scan visits only the
+        partitions it leads (giving) or follows (taking).
 
         The new leader's side crowds by how far above the topic's share it ends, not by one:
         counted by one, a broker leading two of a topic whose share is one took a third from
