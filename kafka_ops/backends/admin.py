@@ -238,11 +238,10 @@ class AdminApiBackend:
         The cluster reads ask twice. First, before the partitions, as they always did: sent
         first after the controller died, a Metadata request timed out instead (the
         controller-death test, run with its file), where after the failed DescribeCluster it
-        is answered. Then after the
-        partitions, for the answer: the controller fences a dead broker before it shrinks the
-        ISRs it was in, so a read that saw the shrunk ISR sees the broker gone (read only
-        before, a broker dying in between looked alive beside ISRs without it:
-        under-replicated, not offline, to the executor's pre-check)."""
+        is answered. Then after the partitions, for the answer: the controller fences a dead
+        broker before it shrinks the ISRs it was in, so a read that saw the shrunk ISR sees
+        the broker gone (read only before, a broker dying in between looked alive beside ISRs
+        without it: under-replicated, not offline, to the executor's pre-check)."""
         def describe():
             return self._client.describe_cluster(
                 request_timeout=self._timeout).result(self._timeout)

@@ -831,7 +831,7 @@ class _TakerScan:
             kt = kt_all[chunk][keep]
             t_lo, t_hi = lo_all[chunk][keep], hi_all[chunk][keep]
             on_new, on_old = self.tl[kt + w], self.tl[kt + leads]
-            # The loop's (on_new + 1 > t_hi) + (on_old - 1 < t_lo) - ..., on integers.
+            # The loop's max(0, on_new + 1 - t_hi) + (on_old - 1 < t_lo) - ..., on arrays.
             c = (np.maximum(0, on_new + 1 - t_hi) + (on_old <= t_lo) - (on_new < t_lo)
                  - (on_old > t_hi))
             keys = ((c + 8) * m + (m - 1 - ll)) * s + ps
@@ -904,7 +904,7 @@ class _TakerScan:
             kt = t * nb
             t_lo, t_hi = self.t_lo[t], self.t_hi[t]
             on_old, on_new = self.tl[kt + w], self.tl[kt + f]
-            # The loop's (on_new + 1 > t_hi) - (on_new < t_lo) + (on_old - 1 < t_lo) - (on_old > t_hi).
+            # The loop's max(0, on_new + 1 - t_hi) - (on_new < t_lo) + (on_old - 1 < t_lo) - ...
             c = (np.maximum(0, on_new + 1 - t_hi) - (on_new < t_lo) + (on_old <= t_lo)
                  - (on_old > t_hi))
             keys = ((c + 8) * m + lf) * m + p_arr
