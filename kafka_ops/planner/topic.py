@@ -226,8 +226,9 @@ class TopicGoal:
         worst = [t for t in worst if spread.get(t, (0, 0, 0))[2]]
         # A later topic's trades can open ways for an earlier one, so the rounds go on while
         # each leaves fewer topics out of bounds. One that frees none is the last: on crowded-xl
-        # seed 6 rounds 3 and 4 passed 16 more leaderships in 1.1 s, all 163 topics still out;
-        # on crowded-xl 0-6 and medium and crowded-medium 0-47 no plan changed its topics out.
+        # seed 6 rounds 3 and 4 passed 16 more leaderships, all 163 topics still out (the goal
+        # took 3.5-3.7 s instead of 3.9-4.2 s, idle machine); on crowded-xl 0-6, large 0-5 and
+        # medium and crowded-medium 0-47 no plan changed.
         for _ in range(_ROUNDS):
             # Each round keeps the leader loads' highest where the round before left it.
             run.memo[_TOP] = {r: max((st.load(r)[b] for b in range(st.nb) if st.eligible[b]), default=0.0)
