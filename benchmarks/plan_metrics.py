@@ -231,15 +231,25 @@ class _RackFloors:
         """The least max - min of replica counts: the highest broker holds at least the ceiling
         of the mean and of each rack's forced replicas over its brokers; the lowest at most the
         floor of what the racks not in a set leave their brokers, for any set of racks (they hold
-        their forced replicas at least). Sets of the racks most forced per broker suffice."""
+        their forced replicas at least). Sets of the racks most forced per broker suffice. The
+        mirror, as a rack may hold at most one replica of a partition per rack_limit: the lowest
+        holds at most the floor of each rack's room over its brokers, the highest at least the
+        ceiling of what a set of racks with the least room leaves the others."""
         total = sum(len(p.replicas) for p in self.parts)
         forced = [sum(lo[k] for lo in self.least) for k in range(len(self.racks))]
+        room = [sum(hi[k] for hi in self.most) for k in range(len(self.racks))]
         top = max([-(-total // self.n)] + [-(-f // n) for f, n in zip(forced, self.size, strict=True)])
+        bottom = min([total // self.n] + [r // n for r, n in zip(room, self.size, strict=True)])
         order = sorted(range(len(self.racks)), key=lambda k: -forced[k] / self.size[k])
-        bottom, held, brokers = total // self.n, 0, 0
+        held, brokers = 0, 0
         for k in order[:-1]:
             held, brokers = held + forced[k], brokers + self.size[k]
             bottom = min(bottom, (total - held) // (self.n - brokers))
+        order = sorted(range(len(self.racks)), key=lambda k: room[k] / self.size[k])
+        held, brokers = 0, 0
+        for k in order[:-1]:
+            held, brokers = held + room[k], brokers + self.size[k]
+            top = max(top, -(-(total - held) // (self.n - brokers)))
         return top - bottom
 
     def load_floor(self, load: str) -> float:

@@ -169,10 +169,33 @@ def rack_forced(run: Run, g: int, weight: Callable[[int], float] | None = None) 
     fewer brokers than the others (a dead broker's) then holds more per broker than the mean,
     whatever the plan. Counted in replicas, or summed over ``weight(p)`` (a partition's size,
     bytes-in) to bound a load goal."""
+    racks, per_rf = _per_rf(run, g, weight)
+    forced = dict.fromkeys(racks, 0.0)
+    for (rf, limit), total in per_rf.items():
+        room = sum(min(limit, m) for m in racks.values())
+        for r, m in racks.items():
+            forced[r] += total * max(0, rf - (room - min(limit, m)))
+    return forced
+
+
+def rack_room(run: Run, g: int) -> dict[int, int]:
+    """Per rack of group g's live brokers, the most replicas the rack rule lets it hold:
+    rack_limit of each partition (no more than its brokers). With three racks and RF 3, one
+    of each partition: a rack with more brokers than the others (a rack of 5 beside racks of 4
+    and 3) then holds less per broker than the mean, whatever the plan."""
+    racks, per_rf = _per_rf(run, g, None)
+    return {r: sum(round(n) * min(limit, m, rf) for (rf, limit), n in per_rf.items())
+            for r, m in racks.items()}
+
+
+def _per_rf(run: Run, g: int, weight: Callable[[int], float] | None
+            ) -> tuple[Counter[int], dict[tuple[int, int], float]]:
+    """Group g's live brokers per rack (none with fewer than two racks), and its partitions'
+    count (or ``weight``) per (replication factor, rack_limit)."""
     st = run.state
     racks = Counter(st.rack[b] for b in st.groups[g].brokers if st.eligible[b])
     if len(racks) < 2:
-        return {}
+        return Counter(), {}
     first: dict[int, int] = {}  # a partition per replication factor (rack_limit's key)
     per_rf: dict[int, float] = {}
     for p in range(st.np):
@@ -180,13 +203,7 @@ def rack_forced(run: Run, g: int, weight: Callable[[int], float] | None = None) 
             rf = len(st.replicas[p])
             first.setdefault(rf, p)
             per_rf[rf] = per_rf.get(rf, 0.0) + (weight(p) if weight is not None else 1.0)
-    forced = dict.fromkeys(racks, 0.0)
-    for rf, total in per_rf.items():
-        limit = rack_limit(run, first[rf], rf)
-        room = sum(min(limit, m) for m in racks.values())
-        for r, m in racks.items():
-            forced[r] += total * max(0, rf - (room - min(limit, m)))
-    return forced
+    return racks, {(rf, rack_limit(run, first[rf], rf)): total for rf, total in per_rf.items()}
 
 
 def why_no_broker(run: Run, p: int, src: int, retarget: bool = False) -> str:

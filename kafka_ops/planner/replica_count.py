@@ -17,7 +17,7 @@ import numpy as np
 
 from kafka_ops.planner.balance import _SCAN, BalanceGoal
 from kafka_ops.planner.context import Run
-from kafka_ops.planner.hard import rack_forced
+from kafka_ops.planner.hard import rack_forced, rack_room
 from kafka_ops.planner.state import WorkingState
 from kafka_ops.planner.topic_first import topic_first
 from kafka_ops.planner.trades import RackRoom
@@ -145,14 +145,14 @@ class ReplicaCountGoal(BalanceGoal):
 
     def bounds(self, run: Run, g: int) -> tuple[float, float]:
         """The floor and ceiling of the mean, unless a rack must hold more than the ceiling on
-        each of its brokers: then from the floor of the other brokers' mean to that rack's
-        ceiling (_forced_range), the narrowest range any plan reaches. The reason is set each
+        each of its brokers or may hold less than the floor (_forced_range): then the narrowest
+        range any plan reaches, between such racks and the other brokers' mean. The reason is set each
         time the bounds settle: bounds measured before the hard goals moved a dead broker's
         replicas off are cleared, and so must be a rack that looked forced then."""
         key = (self.name, g)
         if key not in run.bounds:
             lo, hi = super().bounds(run, g)
-            forced = _forced_range(run, g, int(hi))
+            forced = _forced_range(run, g, int(lo), int(hi))
             if forced is not None:
                 run.bounds[key] = forced[:2]
             run.memo[("replica_count:forced", g)] = forced[2] if forced is not None else None
@@ -746,18 +746,22 @@ def _short_racks(st: WorkingState, brokers: Sequence[int], on: Sequence[Sequence
     return racks, short, keep
 
 
-def _forced_range(run: Run, g: int, hi: int) -> tuple[int, int, str] | None:
-    """(lowest, highest, why) when the rack rule forces some rack of group g above ``hi`` per
-    broker, else None.
+def _forced_range(run: Run, g: int, lo: int, hi: int) -> tuple[int, int, str] | None:
+    """(lowest, highest, why) when the rack rule keeps group g's replica counts from lo..hi,
+    else None.
 
     A partition with rf replicas puts at least rf - (what the other racks may hold) in each
-    rack: with three racks and RF 3, one replica of every partition in each. A rack with fewer
-    brokers than the others (a dead broker's, say) then holds more per broker than the mean:
-    crowded-medium seed 337 has 8,798 such replicas on a rack of 7 brokers, 1,256.9 each
-    against a mean of 1,252.1. Held to the ceiling of the mean, the count goal left that rack
-    at 1,260 and brokers it could not fill at 1,236 (max - min 24); from the others' mean
-    (1,250) to the rack's ceiling (1,257) it reaches the best there is. Racks forced above the
-    mean of the rest are taken out of it until none is (one rack's share can push another's).
+    rack (rack_forced) and at most rack_limit (rack_room): with three racks and RF 3, exactly
+    one. A rack with fewer brokers than the others (a dead broker's, say) then holds more per
+    broker than the mean: crowded-medium seed 337 has 8,798 such replicas on a rack of 7
+    brokers, 1,256.9 each against a mean of 1,252.1. Held to the ceiling of the mean, the count
+    goal left that rack at 1,260 and brokers it could not fill at 1,236 (max - min 24); from the
+    others' mean (1,250) to the rack's ceiling (1,257) it reaches the best there is. A rack with
+    more brokers than the others holds less: 13 brokers in racks of 5, 4 and 3 (rack b's fourth
+    dead), and rack a may hold 5,000 of 13,907 replicas, 1,000 per broker; held to the floor of
+    the others' mean, 1,111, its two new brokers stayed at 834 (max - min 470, where 303 is the
+    best). The range is the narrowest L..U where every rack's total fits both (_fits), around
+    the mean.
     """
     st = run.state
     brokers = run.group_brokers(g)
@@ -765,27 +769,42 @@ def _forced_range(run: Run, g: int, hi: int) -> tuple[int, int, str] | None:
     need = {r: round(v) for r, v in rack_forced(run, g).items()}
     if not need:
         return None
+    room = rack_room(run, g)
     total = sum(st.count[b] for b in brokers)
-    fixed: set[int] = set()
-    while True:
-        rest_n = len(brokers) - sum(racks[r] for r in fixed)
-        rest = total - sum(need[r] for r in fixed)
-        level = math.ceil(rest / rest_n) if rest_n else 0
-        more = {r for r in racks if r not in fixed and need[r] > max(hi, level) * racks[r]}
-        if not more or len(fixed | more) == len(racks):
-            break
-        fixed |= more
-    if not fixed:
+    mean = total / len(brokers)
+    if _fits(racks, need, room, total, lo, hi):
         return None
-    top = max(math.ceil(need[r] / racks[r]) for r in fixed)
-    low = rest // rest_n
-    r = max(fixed, key=lambda r: need[r] / racks[r])
-    members = ", ".join(str(st.broker_ids[b]) for b in brokers if st.rack[b] == r)
-    why = (f"replica_count: max-min {top - low} at best, not 1: the rack of brokers {members} must "
-           f"hold {need[r]:,} replicas ({need[r] / racks[r]:,.1f} per broker against a mean of "
-           f"{total / len(brokers):,.1f}; the other racks may not hold more of those partitions), so "
-           f"the other brokers end at {low:,} or more")
-    return low, top, why
+    found = next(((low, low + d) for d in range(hi - lo + 1, total + 1)
+                  for low in sorted(range(max(0, hi - d), lo + 1), key=lambda x: abs(x + d / 2 - mean))
+                  if _fits(racks, need, room, total, low, low + d)), None)
+    if found is None:  # a dead broker still holds replicas the racks must hold: the hard goals
+        return None  # move them first, and the bounds are measured again after
+    bottom, top = found
+
+    def members(r: int) -> str:
+        return ", ".join(str(st.broker_ids[b]) for b in brokers if st.rack[b] == r)
+
+    high = [r for r in racks if need[r] > mean * racks[r]]
+    short = [r for r in racks if room[r] < mean * racks[r]]
+    reasons = [f"the rack of brokers {members(r)} must hold {need[r]:,} replicas ({need[r] / racks[r]:,.1f} per "
+               f"broker against a mean of {mean:,.1f}; the other racks may not hold more of those partitions)"
+               for r in sorted(high, key=lambda r: -need[r] / racks[r])[:1]]
+    reasons += [f"the rack of brokers {members(r)} may hold {room[r]:,} replicas at most ({room[r] / racks[r]:,.1f} "
+                f"per broker against a mean of {mean:,.1f}; the rack rule allows it no more of any partition)"
+                for r in sorted(short, key=lambda r: room[r] / racks[r])[:1]]
+    end = (f"so the other brokers end at {bottom:,} or more" if not short
+           else f"so brokers end between {bottom:,} and {top:,}")
+    why = f"replica_count: max-min {top - bottom} at best, not 1: {'; '.join(reasons)}, {end}"
+    return bottom, top, why
+
+
+def _fits(racks: Mapping[int, int], need: Mapping[int, int], room: Mapping[int, int], total: int,
+          low: int, high: int) -> bool:
+    """Whether each rack r may hold a total within need[r]..room[r] and low..high per broker,
+    the totals adding up to ``total``."""
+    least = [max(need[r], low * n) for r, n in racks.items()]
+    most = [min(room[r], high * n) for r, n in racks.items()]
+    return all(a <= b for a, b in zip(least, most, strict=True)) and sum(least) <= total <= sum(most)
 
 
 def _crossing_kept(st: WorkingState, s: int, d: int, mean: _Means) -> int:

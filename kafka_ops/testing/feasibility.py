@@ -151,20 +151,33 @@ def feasibility(cluster: ClusterModel, pools: PoolSet | None = None,
     return Verdict(None, "disk capacity decides (bin packing)")
 
 
-def counts_can_be_even(cluster: ClusterModel) -> bool:
-    """Whether an assignment meeting the rack rule exists with every live broker's replica
-    count within one of every other's (floor or ceiling of the mean); no pools, no limits.
+def count_spread_floor(cluster: ClusterModel) -> int:
+    """The least max - min of live brokers' replica counts that an assignment meeting the rack
+    rule reaches (no pools, no limits): the smallest d for which some lo..lo + d around the
+    mean fits (counts_fit). Exact, where a bound by rack totals (a rack must hold at least
+    what the others may not, may hold at most one replica per rack_limit of each partition)
+    may miss how those interact."""
+    live = [b for b, broker in cluster.brokers.items() if broker.alive]
+    total = sum(len(p.replicas) for p in cluster)
+    low, high = total // len(live), -(-total // len(live))
+    for d in range(high - low, total + 1):
+        if any(counts_fit(cluster, lo, lo + d) for lo in range(max(0, high - d), low + 1)):
+            return d
+    raise ValueError("no assignment meets the rack rule")
 
-    The flow above with lower bounds on the broker -> sink edges (at least the floor of the
-    mean each) and on the partition edges (all RF placed), decided the textbook way: each
-    lower bound l on an edge u -> v becomes a demand (a new source S feeds v by l, u drains to
-    a new sink T by l), the old sink returns flow to the old source, and a feasible flow exists
-    iff the maximum S -> T flow meets every demand.
+
+def counts_fit(cluster: ClusterModel, lo: int, hi: int) -> bool:
+    """Whether an assignment meeting the rack rule gives every live broker lo..hi replicas.
+
+    The flow above with lower bounds on the broker -> sink edges (at least lo each) and on the
+    partition edges (all RF placed), decided the textbook way: each lower bound l on an edge
+    u -> v becomes a demand (a new source S feeds v by l, u drains to a new sink T by l), the
+    old sink returns flow to the old source, and a feasible flow exists iff the maximum S -> T
+    flow meets every demand.
     """
     live = [b for b, broker in cluster.brokers.items() if broker.alive]
     parts = list(cluster)
     total = sum(len(p.replicas) for p in parts)
-    lo, hi = total // len(live), -(-total // len(live))
     graph = _Flow()
     graph.add("t", "s", total)
     demand = 0

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
-from kafka_ops.model import Broker, ClusterModel, Partition
+from hypothesis import HealthCheck, assume, given, settings
+
+from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition
+from kafka_ops.testing.feasibility import count_spread_floor, feasibility
+from kafka_ops.testing.strategies import adversarial_clusters
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 plan_metrics = importlib.import_module("plan_metrics")
@@ -123,3 +129,26 @@ def test_a_rack_repair_copies_its_partition_out_and_the_rack_is_refilled() -> No
     parts = [Partition("big", 0, (0, 1), leader=0, size_bytes=10 * GiB)]
     parts += [Partition("f", i, (i,), leader=i, size_bytes=10 * GiB) for i in (2, 3)]
     assert abs(plan_metrics.moves(ClusterModel(brokers, parts), {})["bytes_bound"] / GiB - 10) < 1e-6
+
+
+def test_a_rack_that_may_hold_less_than_the_mean_raises_the_count_floor() -> None:
+    # Rack a (5 brokers) holds one replica of each of the 18 partitions at most: 3 on one of
+    # its brokers at best; racks b and c (2 brokers each) share the other 30: 8 on one of them.
+    brokers = [Broker(i, rack=r) for i, r in enumerate("aaaaabbcc")]
+    parts = [Partition("t", i, (i % 2, 5 + i % 2, 7 + i % 2), leader=i % 2) for i in range(12)]
+    parts += [Partition("u", j, (j % 2, 5 + j % 2), leader=j % 2) for j in range(6)]
+    score = plan_metrics.score(ClusterModel(brokers, parts))
+    assert score["replicas_floor"] == 5
+
+
+@settings(max_examples=100, deadline=None, derandomize=not os.environ.get("KAFKA_OPS_HYPOTHESIS_RANDOM"),
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(adversarial_clusters())
+def test_the_count_floor_is_never_above_the_exact_one(case) -> None:
+    # Above it, the benchmark would excuse a plan the racks allow to do better ("the racks
+    # allow no better than"); the flow oracle decides the exact one.
+    drawn, _, _ = case
+    cluster = ClusterModel([replace(b, capacity=BrokerCapacity()) for b in drawn.brokers.values()],
+                           [replace(p, adding_replicas=(), removing_replicas=()) for p in drawn])
+    assume(feasibility(cluster).feasible)
+    assert plan_metrics.score(cluster)["replicas_floor"] <= max(1, count_spread_floor(cluster))

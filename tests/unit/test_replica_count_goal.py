@@ -144,6 +144,37 @@ def test_a_rack_forced_above_the_mean_leaves_the_others_even_below_it() -> None:
                for w in result.summary.warnings), result.summary.warnings
 
 
+def test_a_rack_that_may_hold_less_than_the_mean_evens_out_its_brokers_below_it() -> None:
+    """Rack a has five brokers, racks b and c two: rack a may hold one replica of each of the
+    18 partitions (12 RF-3, 6 RF-2), 3.6 per broker against a mean of 5.3 (48 replicas on 9
+    brokers), and racks b and c share the other 30, 7.5 per broker. Rack a's replicas start on
+    brokers 0 and 1 (9 each), 2-4 added empty. Held to the floor of the mean (5), brokers 0
+    and 1 gave down to 5 and the new ones stayed below it; the best is 3 at least in rack a and
+    8 at most in b and c, max - min 5 (13 brokers in racks of 5, 4 and 3 left two new brokers at 834 where 1,000
+    was possible), and the summary says why."""
+    brokers = [Broker(b, rack) for b, rack in enumerate("aaaaabbcc")]
+    parts = [part("t", i, (i % 2, 5 + i % 2, 7 + i % 2)) for i in range(12)]
+    parts += [part("u", j, (j % 2, 5 + j % 2)) for j in range(6)]
+    result = plan_rebalance(ClusterModel(brokers, parts), options=PlannerOptions())
+    counts = Counter(b for reps in ({**{p.tp: p.replicas for p in parts},
+                                     **result.plan.replicas}).values() for b in reps)
+    assert max(counts.values()) - min(counts.values()) == 5, counts
+    assert any(w.startswith("replica_count: max-min 5 at best") and "brokers 0, 1, 2, 3, 4 may hold 18" in w
+               for w in result.summary.warnings), result.summary.warnings
+
+
+def test_racks_of_five_four_and_three_reach_the_count_floor() -> None:
+    """13 brokers in racks of 5, 4 and 4, one of the 4 dead; 3,907 RF-3 partitions and 1,093 RF-2
+    (a generator shape no preset has, unseen while the goal was built). Rack b's three live
+    brokers must hold 1,303, rack a's five may hold 1,000: max - min 303 at best (the benchmark's
+    floor, plan_metrics). The two new brokers of rack a ended at 834 (max - min 470)."""
+    c = generate_cluster("crowded-medium", seed=0, brokers=13, partitions=5000, new_brokers=2,
+                         hand_moved_share=0.08)
+    result = plan_rebalance(c, options=PlannerOptions())
+    goal = next(g for g in result.summary.goals if g.name == "replica_count")
+    assert goal.after["max_minus_min"] == 303
+
+
 def test_a_dead_brokers_replicas_do_not_make_a_rack_look_forced_above_the_mean() -> None:
     """Rack c has two live brokers and a dead one (8) holding 13 replicas. Each of the 16 RF-3
     partitions puts a replica in each rack, so brokers 6 and 7 hold 8 each whatever the plan:
