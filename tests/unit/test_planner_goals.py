@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_ops.errors import ValidationError
+from kafka_ops.generator import generate_cluster
 from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition
 from kafka_ops.planner import PlannerOptions, plan_rebalance
 
@@ -49,6 +50,26 @@ def test_capacity_exceeded_everywhere_fails_clearly() -> None:
     brokers = [Broker(i, capacity=cap) for i in range(2)]
     c = ClusterModel(brokers, [part("t", p, (p % 2,), size=9 * GiB) for p in range(2)])
     with pytest.raises(ValidationError, match="capacity"):
+        plan_rebalance(c)
+
+
+def test_a_pool_heavier_than_its_brokers_limits_together_fails_at_once_naming_the_totals() -> None:
+    # Each 7 GiB replica fits under a broker's 8 GiB limit, but four of them do not fit under
+    # three: the capacity goal tried an ejection chain per replica, and on a 24-broker cluster
+    # at 85% disk the plan ran for hours.
+    cap = BrokerCapacity(disk_bytes=10 * GiB)
+    brokers = [Broker(i, capacity=cap) for i in range(3)]
+    c = ClusterModel(brokers, [part("t", p, (0,), size=7 * GiB) for p in range(4)])
+    with pytest.raises(ValidationError, match=r"^capacity: the replicas of 'cluster' take 28.0 GiB of disk, more "
+                                              r"than its 3 live brokers' limits add up to \(24.0 GiB"):
+        plan_rebalance(c)
+
+
+def test_a_crowded_cluster_beyond_its_disk_limits_is_refused_before_planning() -> None:
+    # Crowded-medium at 85% disk (its dead broker's share on the 23 others, six of them new):
+    # some brokers start at 1.8 x their disk, and no plan brings them all under 80%.
+    c = generate_cluster("crowded-medium", seed=0, disk_utilisation=0.85, new_brokers=6)
+    with pytest.raises(ValidationError, match=r"^capacity: the replicas of 'cluster' take 83,283.9 GiB of disk"):
         plan_rebalance(c)
 
 
