@@ -132,8 +132,8 @@ def test_a_rack_repair_copies_its_partition_out_and_the_rack_is_refilled() -> No
 
 
 def test_a_rack_that_may_hold_less_than_the_mean_raises_the_count_floor() -> None:
-    # Rack a (5 brokers) holds one replica of each of the 18 partitions at most: 3 on one of
-    # its brokers at best; racks b and c (2 brokers each) share the other 30: 8 on one of them.
+    # Rack a (5 brokers) holds one replica of each of the 18 partitions at most: one of its
+    # brokers 3 or fewer; racks b and c (2 brokers each) share the other 30: one of them 8 or more.
     brokers = [Broker(i, rack=r) for i, r in enumerate("aaaaabbcc")]
     parts = [Partition("t", i, (i % 2, 5 + i % 2, 7 + i % 2), leader=i % 2) for i in range(12)]
     parts += [Partition("u", j, (j % 2, 5 + j % 2), leader=j % 2) for j in range(6)]
