@@ -9,7 +9,7 @@ import pytest
 from kafka_ops.errors import ValidationError
 from kafka_ops.generator import generate_cluster
 from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition
-from kafka_ops.planner import PlannerOptions, plan_rebalance
+from kafka_ops.planner import PlannerOptions, PlanResult, plan_rebalance
 
 GiB = 1024**3
 
@@ -71,6 +71,25 @@ def test_a_crowded_cluster_beyond_its_disk_limits_is_refused_before_planning() -
     c = generate_cluster("crowded-medium", seed=0, disk_utilisation=0.85, new_brokers=6)
     with pytest.raises(ValidationError, match=r"^capacity: the replicas of 'cluster' take 83,283.9 GiB of disk"):
         plan_rebalance(c)
+
+
+def _after(result: PlanResult) -> dict[str, float]:
+    """Per goal, its max - min or max / mean once planned."""
+    return {g.name: g.after.get("max_minus_min", g.after.get("max_over_mean", 0.0))
+            for g in result.summary.goals}
+
+
+def test_a_cluster_near_its_disk_limits_gets_its_counts_and_leader_loads_even() -> None:
+    # Crowded-medium at 70% disk with six new brokers: ten brokers start above their limit and
+    # a dead broker's share must go. Capacity relief sent each largest replica to the broker
+    # with the fewest replicas, filling four new brokers to their disk limit with 233-246
+    # replicas where the counts need 1,220: replica count max - min 1,336, network out 1.37 x
+    # and leader bytes-in 1.44 x the mean, in 14 s. Now to the broker using least of its limit.
+    c = generate_cluster("crowded-medium", seed=3, disk_utilisation=0.7, new_brokers=6)
+    after = _after(plan_rebalance(c))
+    assert after["replica_count"] <= 1 and after["leader_count"] <= 1
+    assert after["disk"] <= 1.03 and after["network_in"] <= 1.05
+    assert after["network_out"] <= 1.05 and after["leader_bytes_in"] <= 1.10
 
 
 def test_leadership_changes_are_preferred_over_replica_moves() -> None:
