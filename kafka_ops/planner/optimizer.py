@@ -58,7 +58,7 @@ def check_room(run: Run, fixing: Iterable[HardGoal]) -> None:
     if names & {"broker_exclusions", "pool_membership"}:
         _check_live_brokers(run, pools)
     if capacity is not None:
-        problem = capacity.unplaceable(run)
+        problem = capacity.unplaceable(run, rack_rule="rack_awareness" in names)
         if problem:
             raise ValidationError(problem)
 

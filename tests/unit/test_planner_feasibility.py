@@ -369,6 +369,12 @@ def _tight_racked_clusters(draw: st.DrawFn) -> ClusterModel:
 
 @SETTINGS
 @given(_tight_racked_clusters())
+# Rack a's one live broker must hold one replica of both RF-3 partitions (2 x 3 GiB) under its
+# 2.4 GiB limit: the rack check refuses it, naming the rack.
+@example(ClusterModel([Broker(0, "a", capacity=BrokerCapacity(3 * GiB)),
+                       Broker(1, "a", alive=False, capacity=BrokerCapacity(8 * GiB)),
+                       *(Broker(i, "bbcc"[i - 2], capacity=BrokerCapacity(8 * GiB)) for i in range(2, 6))],
+                      [Partition("t", i, (1, 2 + i, 4 + i), leader=1, size_bytes=3 * GiB) for i in range(2)]))
 # Only broker 5 may hold a 3 GiB replica, and there are two (one on dead broker 4): none fits.
 # The exact repair put the dead broker's on broker 1 for the one there, both above its 2.4 GiB
 # limit; its load no higher than at the start, that passed for no violation.
