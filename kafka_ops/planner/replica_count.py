@@ -17,7 +17,7 @@ import numpy as np
 
 from kafka_ops.planner.balance import _SCAN, BalanceGoal
 from kafka_ops.planner.context import Run
-from kafka_ops.planner.hard import rack_forced, rack_room
+from kafka_ops.planner.hard import CapacityGoal, rack_forced, rack_room
 from kafka_ops.planner.state import WorkingState
 from kafka_ops.planner.topic_first import topic_first
 from kafka_ops.planner.trades import RackRoom
@@ -32,6 +32,7 @@ _REORDER = 32  # moves off a broker before its fullest-topics order is recompute
 _GAIN = 10  # topic evening-out beyond this many replicas counts the same
 _FAR = 2.0  # a replica this many "near" widths from the ideal size ...
 _FAR_COST = 3  # ... counts as evening its topic out by this many replicas less (disk first)
+_TIGHT = 0.75  # a mean disk above this share of a taker's limit keeps its replicas to its room (_wish)
 _SEARCHES = 10_000  # searches a pass aims at: a pass of more moves batches them ...
 _BATCH = 16  # ... up to this many replicas per search of one giver and one taker ...
 _SPAN = 2  # ... one per this many replicas both are from the limit
@@ -185,8 +186,9 @@ class ReplicaCountGoal(BalanceGoal):
         cands.update((b, by_broker.slice(i)) for i, b in enumerate(by_broker.keys))
         lo, hi = self.bounds(run, g)
         n = len(brokers)
+        limit_of = CapacityGoal().limits
         mean = _Means(sum(st.count[b] for b in brokers) / n, sum(st.disk[b] for b in brokers) / n,
-                      *_short_racks(st, brokers, on))
+                      *_short_racks(st, brokers, on), [limit_of(run, b)[0] for b in range(st.nb)])
         topics = _TopicIndex(st, cands)
         self._topic_steps(run, brokers, cands, mean, topics, lo, hi)
         if not self._shed_scarce_racks(run, brokers, cands, mean, topics, hi):
@@ -301,7 +303,7 @@ class ReplicaCountGoal(BalanceGoal):
             on = topics.on(t, s) if topics.holds(t, s) else None
             if not on:
                 return None
-            desired, near, room, _ = _wish(st, cands[s], s, d, mean)
+            desired, near, room, _, fit = _wish(st, cands[s], s, d, mean)
             far = _FAR * near
             keep_cross = _crossing_kept(st, s, d, mean)
             lm = topics.lead_mean[t]
@@ -314,7 +316,7 @@ class ReplicaCountGoal(BalanceGoal):
                 err = abs(x - desired)
                 if best is not None and err > near:
                     break
-                if ((err > far and x > room) or len(st.replicas[p]) < keep_cross or p in taken
+                if ((err > far and x > room) or x > fit or len(st.replicas[p]) < keep_cross or p in taken
                         or not run.can_move(p, s, d)):
                     continue
                 key = (lead if st.replicas[p][0] == s else 0.0, err)
@@ -497,7 +499,7 @@ class ReplicaCountGoal(BalanceGoal):
         """
         st = run.state
         vet = vet or cap == 1
-        desired, near, room, far_cost = _wish(st, by_size, s, d, mean)
+        desired, near, room, far_cost, fit = _wish(st, by_size, s, d, mean)
         # A size beyond ``far`` costs _FAR_COST unless it fits both brokers' disk gaps (``room``):
         # a giant replica on a giver whose disk excess is mostly giants is never near the
         # per-move ideal, and left there it costs the disk goal a trade of two moves (medium
@@ -570,6 +572,8 @@ class ReplicaCountGoal(BalanceGoal):
                 err = x - desired if x >= desired else desired - x
                 if err > far and x > room:
                     gain += far_cost
+                if x > fit:
+                    gain += 2 * _GAIN + _FAR_COST
                 if len(replicas[p]) < keep_cross:
                     gain += 2 * _GAIN + _FAR_COST
                 if best_key is not None and gain > best_key[0] and (batch == 1 or gain > 0):
@@ -599,6 +603,8 @@ class ReplicaCountGoal(BalanceGoal):
             on_s, on_d = on_s_of[t] - k, on_d_of.get(t, 0) + k
             far_off = err > far and st.size[p] > room
             gain = min(_GAIN, max(-_GAIN, on_d + 1 - on_s)) + (far_cost if far_off else 0)
+            if st.size[p] > fit:
+                gain += 2 * _GAIN + _FAR_COST
             m = means[t]
             crowding = abs(on_s - 1 - m) - abs(on_s - m) + abs(on_d + 1 - m) - abs(on_d - m)
             if replicas[p][0] == s:
@@ -645,9 +651,10 @@ class _Choice(NamedTuple):
 
 
 def _wish(st: WorkingState, by_size: _BySize, s: int, d: int, mean: _Means
-          ) -> tuple[float, float, float, int]:
+          ) -> tuple[float, float, float, int, float]:
     """What size of replica a move from s to d should carry: (the ideal size, the width "near"
-    it, the room both disks leave).
+    it, the room both disks leave, what a replica beyond "near" and the room costs, the size
+    above which it is a last resort).
 
     Each side wants the size that spreads its disk gap over its remaining moves. The giver's
     wish weighs more: every byte it gives beyond its excess is a byte the disk goal must later
@@ -657,8 +664,8 @@ def _wish(st: WorkingState, by_size: _BySize, s: int, d: int, mean: _Means
     the mean (a broker added mid-life that holds big replicas of its own) weighs more: filled
     with the giver's average size it ended 1.10-1.14 x the mean disk, and the disk goal's
     trades of giant replicas cost the bytes (medium seed 11: 1.221 -> 1.140 x the bytes bound).
-    "Near" is within half the ideal size, or of a typical replica when it is tiny. The last
-    value is what a replica beyond "near" and the room costs (_FAR_COST, or more, below).
+    "Near" is within half the ideal size, or of a typical replica when it is tiny. A replica
+    beyond "near" and the room costs _FAR_COST, or more (below).
     """
     left_s = max(1.0, st.count[s] - mean.replicas)
     left_d = max(1.0, mean.replicas - st.count[d])
@@ -690,9 +697,22 @@ def _wish(st: WorkingState, by_size: _BySize, s: int, d: int, mean: _Means
     # bound for the disk goal to refill with giants (medium seed 43: six brokers at 0.94-0.96 x
     # mean, bytes 1.159 -> 1.085 x bound; crowded-medium 43: 1.149 -> 1.074).
     desired = max(0.0, (want_s + w * want_d) / (1 + w)) if excess > 0 else 0.0
+    room = min(room_s, mean.disk - st.disk[d])
+    fit = math.inf
+    if mean.disk > _TIGHT * mean.limit[d]:
+        # Little room above the mean disk: the taker's limit shared over the replicas it has
+        # yet to take is the size to aim at, and one above it a last resort. Weighed by the
+        # disk gaps alone (the disk goal evens out the rest where brokers have room), takers
+        # reached their disk limit (80%) short of their count: crowded-medium at 70% disk with
+        # six new brokers ended at a replica count max - min of 125, 8 and 170 (seeds 1, 4, 5;
+        # now 63, 0, 0), with 18 brokers and four new 67 (now 1). Only near the limits (those
+        # clusters' mean disk is 91% of theirs, the presets' 56-59%): applied to the presets it
+        # cost them bytes the disk goal later moves (medium seed 43: 1.094 -> 1.138 x bound).
+        fit = max(0.0, mean.limit[d] - st.disk[d]) / left_d
+        desired, room = min(desired, fit), min(room, fit)
     lst = by_size.items
     near = 0.5 * max(desired, lst[len(lst) // 2][0] if lst else 0.0)
-    return desired, near, min(room_s, mean.disk - st.disk[d]), far_cost
+    return desired, near, room, far_cost, fit
 
 
 def _short_racks(st: WorkingState, brokers: Sequence[int], on: Sequence[Sequence[int]]
@@ -975,3 +995,4 @@ class _Means(NamedTuple):
     racks: dict[int, list[int]]  # the group's brokers per rack
     short: set[int]  # racks short of replicas that may leave them, at or below their share of disk ...
     keep: set[int]  # ... and those above it too: their moves inside keep such replicas (_short_racks)
+    limit: list[float]  # per broker, its disk limit (the capacity goal's; inf: none)

@@ -112,6 +112,15 @@ def test_a_cluster_near_its_disk_limits_gets_its_counts_and_leader_loads_even() 
     assert after["network_out"] <= 1.05 and after["leader_bytes_in"] <= 1.10
 
 
+def test_takers_near_their_disk_limit_take_replicas_their_room_allows() -> None:
+    # 18 brokers at 70% disk, four new: the count goal sent the new brokers replicas by the
+    # disk gaps alone, and two reached their limit short of their count (max - min 67).
+    c = generate_cluster("crowded-medium", seed=0, brokers=18, partitions=5000, disk_utilisation=0.7,
+                         new_brokers=4)
+    after = _after(plan_rebalance(c))
+    assert after["replica_count"] <= 1 and after["leader_count"] <= 1
+
+
 def test_leadership_changes_are_preferred_over_replica_moves() -> None:
     # Replicas balanced (each broker holds 4), every leader on broker 0.
     c = ClusterModel([Broker(i) for i in range(3)],
