@@ -37,6 +37,7 @@ _SEARCHES = 10_000  # searches a pass aims at: a pass of more moves batches them
 _BATCH = 16  # ... up to this many replicas per search of one giver and one taker ...
 _SPAN = 2  # ... one per this many replicas both are from the limit
 _RELAYS = 48  # (taker, third broker) pairs a source with no direct move tries at most
+_EXCHANGE_TRIES = 8  # large replicas of a full taker weighed for an exchange (_exchange)
 # A rack above its share of replicas with fewer than this many times the excess in replicas
 # that may leave it keeps those for moves to other racks (_short_racks; the crowded-medium
 # seeds 0-47 have 1.3-2.1x, the medium ones 15x and more) ...
@@ -213,6 +214,73 @@ class ReplicaCountGoal(BalanceGoal):
             for fill in sorted({lo, limit}):
                 if not self._fill(run, brokers, cands, srcs, mean, topics, limit, fill, cap):
                     return
+        self._exchange(run, brokers, cands, topics, lo)
+
+    def _exchange(self, run: Run, brokers: Sequence[int], cands: Mapping[int, _BySize],
+                  topics: _TopicIndex, lo: float) -> None:
+        """Takers left below the lower bound (at their disk limit, mostly): each takes a giver's
+        smallest replicas for one large replica of its own, its count up, its disk in its limit.
+
+        Near the limits the capacity relief leaves a new broker full of a few hundred large
+        replicas, and where its rack's other brokers are full too no single move reaches it:
+        crowded-medium on 18 brokers at 70% disk, four new (seed 2), ended at a replica count
+        max - min of 700 (one new broker at 234 replicas, the bound 812); now 0. A giver in
+        another rack gives what the rack rule lets cross (21 brokers, seed 1: 524 -> 10).
+        """
+        st = run.state
+        short = sorted((b for b in brokers if st.count[b] < lo and run.dst_ok[b]), key=lambda b: st.count[b])
+        if not short:
+            return
+        on = run.replicas_on()
+        for t in short:
+            for s in sorted((b for b in brokers if st.count[b] > lo), key=lambda b: -st.count[b]):
+                while st.count[t] < lo < st.count[s]:
+                    moves = self._exchange_moves(run, s, t, on[t], cands[s], lo)
+                    if moves is None or not run.room_for_move(sum(st.size[p] for p, _, _ in moves), len(moves)):
+                        break
+                    for p, a, b in moves:
+                        st.move(p, a, b)
+                        cands[a].remove(st.size[p], p)
+                        topics.forget(a, p)
+                        topics.moved(p, a, b)
+                        on[a].remove(p)
+                        on[b].append(p)
+
+    def _exchange_moves(self, run: Run, s: int, t: int, on_t: Sequence[int], from_s: _BySize,
+                        lo: float) -> list[tuple[int, int, int]] | None:
+        """One of t's largest replicas to s and as many of s's smallest to t as t's disk takes
+        (two at least, neither count crossing the lower bound), every veto agreeing; None if none."""
+        st = run.state
+        room_t = CapacityGoal().limits(run, t)[0] - st.disk[t]
+        most = min(int(lo - st.count[t]), int(st.count[s] - lo)) + 1  # of s's replicas
+        # Each move on its own by the vetoes but capacity (t is full: only the whole exchange
+        # fits), then the exchange by all of them.
+        others = [g for g in run.vetoes if not isinstance(g, CapacityGoal)]
+
+        def allowed(p: int, a: int, b: int, retarget: bool = False) -> bool:
+            return (b not in st.replicas[p] and run.mode_allows(p, a, b, retarget)
+                    and all(g.accepts(run, ((p, a, b),)) for g in others))
+
+        tried = 0
+        for q in sorted(on_t, key=lambda p: -st.size[p]):
+            if tried == _EXCHANGE_TRIES:
+                break
+            if not allowed(q, t, s, retarget=True):
+                continue
+            tried += 1
+            room = room_t + st.size[q]
+            moves = [(q, t, s)]
+            for x, r in from_s.items:
+                if len(moves) > most or x > room:
+                    break
+                if allowed(r, s, t):
+                    moves.append((r, s, t))
+                    room -= x
+            while len(moves) > 2:
+                if all(g.accepts(run, moves) for g in run.vetoes):
+                    return moves
+                moves.pop()  # s's disk may refuse the large one for too few
+        return None
 
     def _shed_scarce_racks(self, run: Run, brokers: Sequence[int], cands: Mapping[int, _BySize],
                            mean: _Means, topics: _TopicIndex, hi: float) -> bool:

@@ -121,6 +121,16 @@ def test_takers_near_their_disk_limit_take_replicas_their_room_allows() -> None:
     assert after["replica_count"] <= 1 and after["leader_count"] <= 1
 
 
+def test_a_full_new_broker_trades_a_large_replica_for_small_ones() -> None:
+    # 21 brokers at 70% disk, four new: capacity relief filled a new broker to its disk limit
+    # with large replicas, and its rack's other brokers were full as well: no single move
+    # reached it, and it ended far below the count (max - min 308).
+    c = generate_cluster("crowded-medium", seed=2, brokers=21, partitions=6000, disk_utilisation=0.7,
+                         new_brokers=4)
+    after = _after(plan_rebalance(c))
+    assert after["replica_count"] <= 1 and after["leader_count"] <= 1
+
+
 def test_leadership_changes_are_preferred_over_replica_moves() -> None:
     # Replicas balanced (each broker holds 4), every leader on broker 0.
     c = ClusterModel([Broker(i) for i in range(3)],
