@@ -725,8 +725,17 @@ class ZooKeeperBackend:
         gone = threading.Event()
 
         def watch(event: object) -> None:
-            if not self._client.exists(path, watch=watch):
-                gone.set()
+            # Kazoo calls every registered watch once more when its session closes, and the
+            # exists() below leaves one on the deleted znode: by then nobody waits, and on
+            # the closed client exists() raised on kazoo's thread (a traceback after a
+            # completed run, as the CLI exited).
+            if gone.is_set():
+                return
+            try:
+                if not self._client.exists(path, watch=watch):
+                    gone.set()
+            except KazooException:
+                return  # the session ended while waiting: the timeout below says so
 
         if self._client.exists(path, watch=watch) is None:
             return
