@@ -12,7 +12,8 @@ The flow starts from every replica that may stay where it is (cost 0, so that fl
 already of minimum cost for its size) and then augments along cheapest paths, so the
 result keeps as many replicas in place as any plan can. If the flow cannot place every
 replica, no plan exists and the error says which rule ran out of room. Disk and network
-capacity are left to the greedy capacity goal afterwards (bin packing has no flow model).
+capacity are left to the greedy capacity goal afterwards (bin packing has no flow model), and
+on small starts where that fails, to an exhaustive search (packing.py).
 """
 
 from __future__ import annotations

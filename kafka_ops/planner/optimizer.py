@@ -21,6 +21,7 @@ from kafka_ops.planner.context import PlannerOptions, Run
 from kafka_ops.planner.exact import solve_hard_goals
 from kafka_ops.planner.goals import HARD_GOALS, SoftGoal, soft_goals
 from kafka_ops.planner.hard import CapacityGoal, HardGoal
+from kafka_ops.planner.packing import pack_exactly
 from kafka_ops.planner.savings import save_bytes
 from kafka_ops.planner.state import WorkingState
 from kafka_ops.planner.summary import GoalResult, PlanSummary, summarize
@@ -88,7 +89,8 @@ def _check_live_brokers(run: Run, pools: bool) -> None:
 
 def _exact_repair(run: Run, fixing: list[HardGoal], greedy: ValidationError) -> None:
     """Exact placement, then the greedy capacity goal; brokers it leaves over a disk or network
-    limit are kept empty in the next try, every broker with such a limit in the last."""
+    limit are kept empty in the next try, every broker with such a limit in the last. Then,
+    on starts small enough, bin packing solved exactly (packing.py)."""
     capacity = next(g for g in HARD_GOALS if isinstance(g, CapacityGoal))
     st = run.state
     avoid: frozenset[int] = frozenset()
@@ -108,6 +110,12 @@ def _exact_repair(run: Run, fixing: list[HardGoal], greedy: ValidationError) -> 
         except ValidationError:
             over = frozenset(b for b in range(st.nb) if capacity.over(run, b))
             avoid = avoid | over if not over <= avoid else limited
+    if pack_exactly(run, capacity):
+        try:
+            check_hard_goals(run, fixing)
+            return
+        except ValidationError:
+            pass
     raise greedy from None
 
 

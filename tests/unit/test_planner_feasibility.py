@@ -383,15 +383,23 @@ def _tight_racked_clusters(draw: st.DrawFn) -> ClusterModel:
                       [Partition("t", 0, (4,), leader=4, size_bytes=3 * GiB),
                        Partition("t", 1, (1,), leader=1, size_bytes=3 * GiB),
                        Partition("t", 2, (5,), leader=5, size_bytes=2 * GiB)]))
+# The greedy capacity goal sent t-1's replica off broker 2 (3 GiB, limit 2.4) to broker 1 or 4,
+# the only brokers with room for one of t-0's 3 GiB replicas beside 3, and then t-0 had none:
+# t-0 on 3 and 1, t-1 on 0 and 4 fits (exact packing, packing.py).
+@example(ClusterModel([Broker(i, "babbc"[i], capacity=BrokerCapacity((3 + 2 * (i in (1, 3, 4))) * GiB))
+                       for i in range(5)],
+                      [Partition("t", 0, (0, 3), leader=0, size_bytes=3 * GiB),
+                       Partition("t", 1, (3, 2), leader=3, size_bytes=2 * GiB)]))
 def test_disk_limits_refuse_a_plan_exactly_when_no_assignment_fits(cluster: ClusterModel) -> None:
-    """Against every assignment tried: where one fits, the planner finds one (or, greedy on bin
-    packing, at least never claims a pool or rack too small); where none fits, it refuses."""
+    """Against every assignment tried: where one fits, the planner finds one; where none fits,
+    it refuses, saying which capacity ran out."""
     fits = _placeable(cluster)
     event(f"fits: {fits}")
     try:
         result = plan_rebalance(cluster)
     except ValidationError as e:
-        assert not fits or not str(e).startswith(("capacity: rack", "capacity: the replicas of")), str(e)
+        assert not fits, f"refused though an assignment fits: {e}"
+        assert str(e).startswith("capacity: "), str(e)
         return
     assert fits
     after = cluster.with_assignment(result.plan.replicas)
@@ -399,3 +407,18 @@ def test_disk_limits_refuse_a_plan_exactly_when_no_assignment_fits(cluster: Clus
     for b, broker in cluster.brokers.items():
         if broker.alive:
             assert sum(p.size_bytes for p in after if b in p.replicas) <= 0.8 * broker.capacity.disk_bytes
+
+
+def test_bin_packing_with_no_fit_names_the_partition_left_without_room() -> None:
+    """Each limit alone has room (12 GiB of replicas, 12.8 GiB of limits; each partition fits
+    two brokers), but broker 2 holds two 3 GiB replicas and broker 1 one: the fourth has none.
+    Only trying every assignment shows it; the error says so and which partition is left."""
+    cluster = ClusterModel([Broker(i, "c", alive=i != 3, capacity=BrokerCapacity((3, 5, 8, 5)[i] * GiB))
+                            for i in range(4)],
+                           [Partition("t", 0, (3, 2), leader=3, size_bytes=3 * GiB),
+                            Partition("t", 1, (2, 3), leader=2, size_bytes=3 * GiB)])
+    assert not _placeable(cluster)
+    with pytest.raises(ValidationError, match=r"^capacity: no assignment of the 2 movable partitions "
+                       r".*\(every one tried\): whichever way the larger partition is placed, t-1 "
+                       r"\(3\.0 GiB, 0 B/s in\) finds no 2 brokers with room"):
+        plan_rebalance(cluster)
