@@ -614,7 +614,8 @@ class CapacityGoal(HardGoal):
                 continue
             per_rack = Counter(st.rack[b] for b in fit)
             limit = rack_limit(run, p)
-            if sum(min(n, limit) for n in per_rack.values()) >= len(reps):
+            held = sum(min(n, limit) for n in per_rack.values())
+            if held >= len(reps):
                 continue
             short = [b for b in live if b not in fit]
             gib = 1024**3
@@ -625,11 +626,12 @@ class CapacityGoal(HardGoal):
                    else f"disk limit {limits[b][0] / gib:.1f} GiB" if st.size[p] > limits[b][0]
                    else f"network-in limit {limits[b][1]:.0f} B/s")
                 for b in short[:5]) + (f" and {len(short) - 5} more" if len(short) > 5 else "")
-            racks = "" if limit >= len(reps) else f" (rack_awareness: at most {limit} per rack)"
+            racks = ("" if held == len(fit) else
+                     f", and at most {limit} per rack (rack_awareness) they hold only {held}")
             return (
                 f"capacity: {st.tps[p]} ({st.size[p] / gib:.1f} GiB, {st.bytes_in[p]:.0f} B/s in) "
                 f"needs {len(reps)} brokers with room for one replica, but only {len(fit)} of the "
-                f"{len(live)} live brokers in {group.name!r}{racks} have it: {detail} (limits are "
+                f"{len(live)} live brokers in {group.name!r} have it{racks}: {detail} (limits are "
                 f"capacity x capacity_threshold)"
             )
         return None

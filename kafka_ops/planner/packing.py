@@ -5,11 +5,11 @@ broker: the greedy rule of bin packing. When a few large partitions fill brokers
 GiB, that can paint it into a corner another order avoids (a 2 GiB replica sent to one of the
 three brokers with room for a 3 GiB one, and then a partition of two 3 GiB replicas has only
 one broker left in another rack), and the planner refused about one in 200 of the tiny tight
-clusters that have a plan. Then every assignment is tried, depth first, largest partition
-first, each partition's broker sets in the order that keeps most replicas in place: the
-first that completes is taken. A budget keeps this to small starts; past it the greedy error
-stands. When the search ends without one, no plan exists, and the error names the partition
-that no way of placing the larger ones left room for.
+clusters that have a plan. Then every assignment is tried, depth first, the partition with
+the fewest broker sets left that fit next, each partition's sets in the order that keeps
+most replicas in place: the first that completes is taken. A budget of sets tried keeps this
+to small starts; past it the greedy error stands. When the search ends without one, no plan
+exists, and the error names the partition that most often found no room.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class _Budget(Exception):
     """The search tried more broker sets than its budget allows."""
 
 
-def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 200_000) -> bool:
+def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 1_000_000) -> bool:
     """Reset the state and place every movable partition within all limits, or raise.
 
     True when a placement was found (the state holds it); False when the budget ran out
@@ -49,7 +49,7 @@ def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 200_000) -> boo
             parts.append(p)
             continue
         for i, b in enumerate(st.replicas[p]):
-            _add(loads[b], _need(run, p, i == 0), 1)
+            loads[b] = [v + n for v, n in zip(loads[b], _need(run, p, i == 0), strict=True)]
     if len(parts) > _MOST_PARTITIONS:
         return False
     parts.sort(key=lambda p: (-st.size[p], -st.bytes_in[p], p))
@@ -57,48 +57,83 @@ def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 200_000) -> boo
     sets = sum(comb(len(ok), len(st.replicas[p])) for p, ok in zip(parts, usable, strict=True))
     if sets > budget:
         return False
-    choices = [_candidates(run, p, ok) for p, ok in zip(parts, usable, strict=True)]
-    chosen: list[tuple[int, ...]] = []
-    deepest = [0]
-    left = [budget]
-
-    def place(i: int) -> bool:
-        deepest[0] = max(deepest[0], i)
-        if i == len(parts):
-            return True
-        p = parts[i]
-        for brokers in choices[i]:
-            left[0] -= 1
-            if left[0] < 0:
-                raise _Budget
-            needs = list(zip(brokers, (_need(run, p, k == 0) for k in range(len(brokers))), strict=True))
-            if any(not _fits(loads[b], need, limits[b]) for b, need in needs):
-                continue
-            for b, need in needs:
-                _add(loads[b], need, 1)
-            chosen.append(brokers)
-            if place(i + 1):
-                return True
-            chosen.pop()
-            for b, need in needs:
-                _add(loads[b], need, -1)
-        return False
-
+    choices = [[(brokers, [_need(run, p, k == 0) for k in range(len(brokers))])
+                for brokers in _candidates(run, p, ok)] for p, ok in zip(parts, usable, strict=True)]
+    search = _Search(loads, limits, choices, budget)
     try:
-        found = place(0)
+        found = search.place()
     except _Budget:
         return False
     if not found:
         if any(lim[2] != float("inf") for lim in limits):
             return False  # another leader could relieve network out: not proven impossible
-        raise ValidationError(_why(run, parts[deepest[0]], deepest[0], len(parts)))
-    for p, brokers in zip(parts, chosen, strict=True):
+        stuck = search.stuck.most_common(1)[0][0]
+        raise ValidationError(_why(run, parts[stuck], len(parts)))
+    for i, p in enumerate(parts):
         old = st.replicas[p]
+        brokers = search.chosen[i]
         gone = [b for b in old if b not in brokers]
         came = [b for b in brokers if b not in old]
         for src, dst in zip(gone, came, strict=True):
             st.move(p, src, dst)
     return True
+
+
+Choice = tuple[tuple[int, ...], list[tuple[float, float, float, float]]]  # brokers, their needs
+
+
+class _Search:
+    """Depth first, the partition with the fewest broker sets that still fit next (fail first:
+    a partition left without any ends the branch at once), within a budget of sets tried."""
+
+    def __init__(self, loads: Loads, limits: Sequence[tuple[float, ...]],
+                 choices: list[list[Choice]], budget: int) -> None:
+        self.loads = loads
+        self.limits = limits
+        self.choices = choices
+        self.left = budget
+        self.chosen: dict[int, tuple[int, ...]] = {}
+        self.stuck: Counter[int] = Counter()  # partition -> branches it ended without room
+
+    def _fits(self, choice: Choice) -> bool:
+        self.left -= 1
+        if self.left < 0:
+            raise _Budget
+        return all(v + n <= lim for b, need in zip(*choice, strict=True)
+                   for v, n, lim in zip(self.loads[b], need, self.limits[b], strict=True))
+
+    def _add(self, choice: Choice, sign: int) -> None:
+        for b, need in zip(*choice, strict=True):
+            load = self.loads[b]
+            for k, n in enumerate(need):
+                load[k] += sign * n
+
+    def place(self) -> bool:
+        best, options = -1, list[Choice]()
+        for i, choices in enumerate(self.choices):
+            if i in self.chosen:
+                continue
+            fit = []
+            for choice in choices:
+                if self._fits(choice):
+                    fit.append(choice)
+                    if best >= 0 and len(fit) >= len(options):
+                        break  # not the most constrained: its other sets do not matter
+            if not fit:
+                self.stuck[i] += 1
+                return False
+            if best < 0 or len(fit) < len(options):
+                best, options = i, fit
+        if best < 0:
+            return True
+        for choice in options:
+            self._add(choice, 1)
+            self.chosen[best] = choice[0]
+            if self.place():
+                return True
+            del self.chosen[best]
+            self._add(choice, -1)
+        return False
 
 
 def _usable(run: Run, p: int, limits: Sequence[tuple[float, ...]]) -> list[int]:
@@ -135,22 +170,13 @@ def _need(run: Run, p: int, leads: bool) -> tuple[float, float, float, float]:
     return (st.size[p], st.bytes_in[p], st.leader_out(p) if leads else 0.0, 1.0)
 
 
-def _fits(load: list[float], need: Sequence[float], limit: Sequence[float]) -> bool:
-    return all(v + n <= lim for v, n, lim in zip(load, need, limit, strict=True))
-
-
-def _add(load: list[float], need: Sequence[float], sign: int) -> None:
-    for i, n in enumerate(need):
-        load[i] += sign * n
-
-
-def _why(run: Run, p: int, larger: int, parts: int) -> str:
+def _why(run: Run, p: int, parts: int) -> str:
     st = run.state
     gib = 1024**3
-    before = ("" if larger == 0 else "whichever way the larger partition is placed, " if larger == 1
-              else f"whichever way the {larger} larger partitions are placed, ")
+    rf = len(st.replicas[p])
+    need = "broker" if rf == 1 else f"{rf} brokers"
     return (f"capacity: no assignment of the {parts} movable partitions fits the live brokers' "
             f"limits (disk, network in, replicas per broker) within rack_awareness and the pools "
-            f"(every one tried): {before}{st.tps[p]} ({st.size[p] / gib:.1f} GiB, "
-            f"{st.bytes_in[p]:.0f} B/s in) finds no {len(st.replicas[p])} brokers with room "
+            f"(every one tried); most often {st.tps[p]} ({st.size[p] / gib:.1f} GiB, "
+            f"{st.bytes_in[p]:.0f} B/s in) found no {need} with room "
             f"(limits are capacity x capacity_threshold); add brokers or raise the limits")

@@ -10,11 +10,13 @@ balanced" apart from "no plan exists":
 A flow of sum(RF) is an assignment with every replica on a distinct live broker of the
 topic's pool, at most the rack limit per rack and no broker above its replica limit; any
 such assignment is such a flow. Disk capacity is bin packing (NP-hard), so brokers with a
-disk limit get two answers: a relaxation in which a broker may take any replica that fits
-its disk limit on its own (if even that fails, no plan exists; a partition that cannot be
-placed that way even alone is named) and a restriction in which brokers with a disk limit
-hold nothing (if that succeeds, a plan exists). In between the verdict is "unknown". The disk
-limit is capacity x ``disk_threshold`` (the planner's default capacity threshold, 0.8).
+disk limit get three answers: a relaxation in which a broker may take any replica that fits
+its disk limit on its own, beside the replicas of partitions in flight (if even that fails,
+no plan exists; a partition that cannot be placed that way even alone is named); a
+restriction in which brokers with a disk limit hold nothing (if that succeeds, a plan
+exists); in between, every assignment tried, depth first, largest partition first (past a
+budget of broker sets, the verdict is "unknown"). The disk limit is capacity x
+``disk_threshold`` (the planner's default capacity threshold, 0.8).
 
 The rack rule, restated independently: a partition with RF replicas in a pool whose live
 brokers form racks of sizes n_r may hold at most L replicas per rack, L the smallest number
@@ -27,6 +29,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import combinations
 
 from kafka_ops.model import ClusterModel, Partition, TopicPartition
 from kafka_ops.pools import PoolSet
@@ -134,9 +137,15 @@ def feasibility(cluster: ClusterModel, pools: PoolSet | None = None,
     if not limited:
         return Verdict(True)
 
+    held = Counter[int]()  # disk the replicas of partitions in flight take on their targets
+    for p in cluster:
+        if p.reassignment_in_progress:
+            for b in replicas_of(p):
+                held[b] += p.size_bytes
+
     def fits(p: Partition, b: int) -> bool:
         disk = cluster.brokers[b].capacity.disk_bytes
-        return not disk or p.size_bytes <= disk * disk_threshold
+        return not disk or p.size_bytes <= disk * disk_threshold - held[b]
 
     too_big = [p.tp for p in movable if not _flow_places_all(cluster, pools, [p], room, fits)]
     if too_big:
@@ -148,7 +157,62 @@ def feasibility(cluster: ClusterModel, pools: PoolSet | None = None,
     if _flow_places_all(cluster, pools, movable, {b: 0 if b in limited else r
                                                   for b, r in room.items()}):
         return Verdict(True)
-    return Verdict(None, "disk capacity decides (bin packing)")
+    found = _search(cluster, pools, movable, room, disk_threshold)
+    if found is None:
+        return Verdict(None, "disk capacity decides (bin packing), past the search's budget")
+    return Verdict(found, "" if found else "disk capacity: no assignment fits (every one tried)")
+
+
+class _OutOfBudget(Exception):
+    pass
+
+
+def _search(cluster: ClusterModel, pools: PoolSet | None, movable: list[Partition],
+            room: Mapping[int, int], disk_threshold: float, budget: int = 2_000_000) -> bool | None:
+    """Whether some assignment of ``movable`` keeps every broker within its replica room and
+    disk limit (replicas of partitions in flight counted on their targets): every one tried,
+    largest partition first; None past ``budget`` broker sets."""
+    inf = float("inf")
+    disk = {b: broker.capacity.disk_bytes * disk_threshold if broker.capacity.disk_bytes else inf
+            for b, broker in cluster.brokers.items()}
+    for p in cluster:
+        if p.reassignment_in_progress:
+            for b in replicas_of(p):
+                disk[b] -= p.size_bytes
+    count = dict(room)
+    parts = sorted(movable, key=lambda p: -p.size_bytes)
+    sets = []
+    for p in parts:
+        allowed = allowed_brokers(cluster, pools, p.topic)
+        limit = rack_limit(cluster, allowed, len(p.replicas))
+        sets.append([c for c in combinations(allowed, len(p.replicas))
+                     if max(Counter(rack_key(cluster, b) for b in c).values()) <= limit])
+    left = [budget]
+
+    def place(i: int) -> bool:
+        if i == len(parts):
+            return True
+        size = parts[i].size_bytes
+        for brokers in sets[i]:
+            left[0] -= 1
+            if left[0] < 0:
+                raise _OutOfBudget
+            if any(disk[b] < size or count[b] < 1 for b in brokers):
+                continue
+            for b in brokers:
+                disk[b] -= size
+                count[b] -= 1
+            if place(i + 1):
+                return True
+            for b in brokers:
+                disk[b] += size
+                count[b] += 1
+        return False
+
+    try:
+        return place(0)
+    except _OutOfBudget:
+        return None
 
 
 def count_spread_floor(cluster: ClusterModel) -> int:

@@ -40,7 +40,8 @@ def test_rack_violation_that_capacity_forbids_fixing_names_both_goals() -> None:
     c = ClusterModel(brokers, [part("t", 0, (0, 1))])
     # Only one broker in r0 may hold t-0 and broker 2 (r1) is too small: exact before planning.
     with pytest.raises(ValidationError, match=r"^capacity: t-0 .*only 2 of the 3 live brokers in "
-                                              r"'cluster' \(rack_awareness: at most 1 per rack\)"
+                                              r"'cluster' have it, and at most 1 per rack "
+                                              r"\(rack_awareness\) they hold only 1"
                                               r".*broker 2 disk limit 0.8 GiB"):
         plan_rebalance(c)
 
