@@ -10,7 +10,7 @@ import heapq
 import math
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -36,7 +36,9 @@ _TIGHT = 0.75  # a mean disk above this share of a taker's limit keeps its repli
 _SEARCHES = 10_000  # searches a pass aims at: a pass of more moves batches them ...
 _BATCH = 16  # ... up to this many replicas per search of one giver and one taker ...
 _SPAN = 2  # ... one per this many replicas both are from the limit
-_RELAYS = 48  # (taker, third broker) pairs a source with no direct move tries at most
+_RELAYS = 48  # (taker, third broker) pairs a source with no direct move tries at most ...
+_HOPS = 4  # ... then chains of up to this many moves (_chain) ...
+_CHAIN_TRIES = 256  # ... asking this many (giver, receiver) pairs at most
 _EXCHANGE_TRIES = 8  # large replicas of a full taker weighed for an exchange (_exchange)
 # A rack above its share of replicas with fewer than this many times the excess in replicas
 # that may leave it keeps those for moves to other racks (_short_racks; the crowded-medium
@@ -443,16 +445,16 @@ class ReplicaCountGoal(BalanceGoal):
                 if stuck is None:
                     given_up.append((-st.count[s], s))  # nothing on s fits: give up on s here
                     continue
-                p, m, q, taker = stuck
-                if q is not None:
-                    if not run.room_for_move(st.size[q]):
+                p, m, chain, taker = stuck
+                if chain:
+                    relayed = _relay(run, chain, cands, topics)
+                    if relayed is None:
                         return False
-                    st.move(q, m, taker)
-                    cands[m].remove(size[q], q)
-                    topics.forget(m, q)
-                    topics.moved(q, m, taker)
                     if st.count[taker] < fill:
                         heapq.heappush(dsts[st.rack[taker]], (st.count[taker], taker))
+                    if not relayed:
+                        given_up.append((-st.count[s], s))
+                        continue
                 chosen, retarget = _Choice(0, m, [p]), True
             d = chosen.dst
             for p in chosen.partitions:
@@ -474,11 +476,11 @@ class ReplicaCountGoal(BalanceGoal):
 
     def _stuck(self, run: Run, brokers: Sequence[int], cands: Mapping[int, _BySize], s: int,
                dsts: dict[int, list[tuple[int, int]]], mean: _Means, topics: _TopicIndex,
-               limit: float) -> tuple[int, int, int | None, int] | None:
+               limit: float) -> tuple[int, int, list[tuple[int, int, int]], int] | None:
         """For a source none of whose original replicas may go to any taker: its replica p
         and where it goes (a taker t, or a third broker m whose replica q goes to t: m's count
-        stays), as (p, m or t, q or None, t); None when there is no such move or pair. The
-        taker leaves ``dsts``.
+        stays, or a longer chain: _chain), as (p, m or t, the moves (q, from, to) to make
+        first, nearest the taker first, t); None when there is none. The taker leaves ``dsts``.
 
         Replicas an earlier move brought (to s or m) may move on, and a replica may move to a
         broker its partition started on (another of its original replicas leaves instead): the
@@ -524,11 +526,11 @@ class ReplicaCountGoal(BalanceGoal):
             return next((p for p in ps if run.can_move(p, src, dst, retarget=True)), None)
 
         takers = sorted(b for heap in dsts.values() for _, b in heap)
-        found: tuple[int, int, int | None, int] | None = None
+        found: tuple[int, int, list[tuple[int, int, int]], int] | None = None
         for t in takers:
             p = one(s, t)
             if p is not None:
-                found = (p, t, None, t)
+                found = (p, t, [], t)
                 break
         # Third brokers in s's or the taker's rack first (one of the two moves stays in a rack).
         pairs = [] if found else sorted(
@@ -537,9 +539,11 @@ class ReplicaCountGoal(BalanceGoal):
         for _, t, m in pairs[:_RELAYS]:
             q = one(m, t)
             p = None if q is None else one(s, m)
-            if p is not None:
-                found = (p, m, q, t)
+            if p is not None and q is not None:
+                found = (p, m, [(q, m, t)], t)
                 break
+        if found is None and pairs:
+            found = _chain(one, s, takers, brokers)
         if found is not None:
             heap = dsts[st.rack[found[3]]]
             heap.remove((st.count[found[3]], found[3]))
@@ -708,6 +712,78 @@ class ReplicaCountGoal(BalanceGoal):
                 return None
             return self._choose(run, by_size, s, d, mean, topics, limit, cap, vet=True)
         return _Choice(first[0], d, picks)
+
+
+def _chain(one: Callable[[int, int], int | None], s: int, takers: Sequence[int],
+           brokers: Sequence[int]) -> tuple[int, int, list[tuple[int, int, int]], int] | None:
+    """Moves s -> m1 -> ... -> t through up to _HOPS - 1 brokers between, each of which passes
+    one replica on and keeps its count, as _stuck returns them; None past _CHAIN_TRIES tries.
+
+    Breadth first backwards from the takers: brokers that can give one (``one``) to a taker,
+    then brokers that can give to those, until s can. Found by the property test of counts
+    against the flow oracle: racks of three, four and two brokers with every partition of
+    RF 3 one per rack, and the rack of two holding one replica too many. Its brokers may give
+    only to each other, and only an RF-4 partition's replica could leave the rack (to the
+    rack of three), which had to pass one on to the rack of four: 8 -> 2 -> 0 -> 7."""
+    hop: dict[int, tuple[int, int]] = {}  # broker -> (its replica that moves, where to)
+    goal = set(takers)
+    linked = goal | {s}
+    frontier = list(takers)
+    tries = _CHAIN_TRIES
+    for depth in range(_HOPS):
+        nxt = []
+        for m in ((s,) if depth else ()) + tuple(b for b in brokers if b not in linked):
+            for x in frontier:
+                tries -= 1
+                if tries < 0:
+                    return None
+                q = one(m, x)
+                if q is not None:
+                    break
+            else:
+                continue
+            if m == s:
+                moves, b = [], x
+                while b not in goal:
+                    r, to = hop[b]
+                    moves.append((r, b, to))
+                    b = to
+                return q, x, moves[::-1], b
+            hop[m] = (q, x)
+            linked.add(m)
+            nxt.append(m)
+        if not nxt:
+            return None
+        frontier = nxt
+    return None
+
+
+def _relay(run: Run, chain: Sequence[tuple[int, int, int]], cands: Mapping[int, _BySize],
+           topics: _TopicIndex) -> bool | None:
+    """Make a relay's moves (q, from, to), in order; False (nothing changed) when one is no
+    longer allowed after those before it (they can share a partition), None when the plan's
+    move budget ran out first. Tried first and taken back, so that the indexes follow only a
+    relay made whole."""
+    st = run.state
+    made: list[tuple[int, int, int]] = []
+    for q, a, b in chain:
+        ok = run.can_move(q, a, b, retarget=True)
+        if ok:
+            st.move(q, a, b)
+            made.append((q, a, b))
+        if not ok or len(made) == len(chain):
+            for m in reversed(made):
+                st.undo_move(*m)
+            if not ok:
+                return False
+    for q, a, b in chain:
+        if not run.room_for_move(st.size[q]):
+            return None
+        st.move(q, a, b)
+        cands[a].remove(st.size[q], q)
+        topics.forget(a, q)
+        topics.moved(q, a, b)
+    return True
 
 
 class _Choice(NamedTuple):

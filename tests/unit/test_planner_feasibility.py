@@ -112,6 +112,11 @@ def _racked(racks: str, *replicas: tuple[int, ...]) -> tuple[ClusterModel, None,
 # (5) and left brokers 2-4 below it: 7.
 @example(_racked("aaaaabbcc", *((i % 2, 5 + i % 2, 7 + i % 2) for i in range(12)),
                  *((j % 2, 5 + j % 2) for j in range(6))))
+# Racks of three, four and two brokers; every RF-3 partition holds one replica per rack, and the
+# rack of two (2, 8) one too many. Only an RF-4 partition's replica may leave it, to the rack of
+# three, which must pass one on to the rack of four: 8 -> 2 -> 0 -> 7 (_chain). Ended 5..3.
+@example(_racked("abcaabbbc", (2, 1, 8), (2, 1, 8), (0, 1, 3), (0, 1, 2), (0, 1, 3, 2), (0, 1, 3, 2),
+                 (0, 1, 3), (1, 0, 5), (0, 1, 4, 2), (0, 1, 2), (0,), (0,)))
 def test_replica_counts_end_as_close_as_the_racks_allow(case) -> None:
     # The same hostile starts (crowded racks, dead and new brokers, uneven racks) without the
     # constraints the count goal yields to (pools, limits, disk capacity, partitions in flight):
