@@ -35,9 +35,8 @@ def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 1_000_000) -> b
     """Reset the state and place every movable partition within all limits, or raise.
 
     True when a placement was found (the state holds it); False when the budget ran out
-    first, or none was found but a network-out limit leaves it unproven (another leader could
-    relieve one): the state is reset and the caller's greedy error stands. Raises
-    ValidationError when every assignment was tried and none fits.
+    first (or the cap on leader changes): the state is reset and the caller's greedy error
+    stands. Raises ValidationError when every assignment was tried and none fits.
     """
     st = run.state
     st.reset()
@@ -57,16 +56,16 @@ def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 1_000_000) -> b
     sets = sum(comb(len(ok), len(st.replicas[p])) for p, ok in zip(parts, usable, strict=True))
     if sets > budget:
         return False
+    leaders = any(lim[2] != float("inf") for lim in limits)  # network out: who leads matters
     choices = [[(brokers, [_need(run, p, k == 0) for k in range(len(brokers))])
-                for brokers in _candidates(run, p, ok)] for p, ok in zip(parts, usable, strict=True)]
+                for brokers in _candidates(run, p, ok, leaders)]
+               for p, ok in zip(parts, usable, strict=True)]
     search = _Search(loads, limits, choices, budget)
     try:
         found = search.place()
     except _Budget:
         return False
     if not found:
-        if any(lim[2] != float("inf") for lim in limits):
-            return False  # another leader could relieve network out: not proven impossible
         stuck = search.stuck.most_common(1)[0][0]
         raise ValidationError(_why(run, parts[stuck], len(parts)))
     for i, p in enumerate(parts):
@@ -76,6 +75,11 @@ def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 1_000_000) -> b
         came = [b for b in brokers if b not in old]
         for src, dst in zip(gone, came, strict=True):
             st.move(p, src, dst)
+        if st.replicas[p][0] != brokers[0]:
+            if not run.room_for_leader_change():
+                st.reset()
+                return False
+            st.make_leader(p, brokers[0])
     return True
 
 
@@ -148,10 +152,11 @@ def _usable(run: Run, p: int, limits: Sequence[tuple[float, ...]]) -> list[int]:
     return sorted(ok, key=lambda b: (b not in old, -limits[b][0], b))
 
 
-def _candidates(run: Run, p: int, ok: Sequence[int]) -> list[tuple[int, ...]]:
+def _candidates(run: Run, p: int, ok: Sequence[int], leaders: bool) -> list[tuple[int, ...]]:
     """The sets of ``ok`` brokers within the rack limit that may hold p's replicas, as the
     replica list they make (kept replicas in their places, arrivals in the vacated ones: the
-    leader is whoever ends up first), most replicas kept first."""
+    leader is whoever ends up first), most replicas kept first. With ``leaders``, each set
+    once per broker of it that may lead (first in the list), the one it makes first."""
     st = run.state
     old = st.replicas[p]
     cap = rack_limit(run, p)
@@ -160,7 +165,11 @@ def _candidates(run: Run, p: int, ok: Sequence[int]) -> list[tuple[int, ...]]:
         if max(Counter(st.rack[b] for b in brokers).values()) > cap:
             continue
         came = iter(b for b in brokers if b not in old)
-        sets.append(tuple(b if b in brokers else next(came) for b in old))
+        made = tuple(b if b in brokers else next(came) for b in old)
+        sets.append(made)
+        if leaders:
+            sets.extend((b, *(x for x in made if x != b)) for b in made[1:]
+                        if st.eligible[b] and not st.demoted[b])
     sets.sort(key=lambda s: sum(b not in old for b in s))  # stable: roomiest first within
     return sets
 
@@ -176,7 +185,7 @@ def _why(run: Run, p: int, parts: int) -> str:
     rf = len(st.replicas[p])
     need = "broker" if rf == 1 else f"{rf} brokers"
     return (f"capacity: no assignment of the {parts} movable partitions fits the live brokers' "
-            f"limits (disk, network in, replicas per broker) within rack_awareness and the pools "
+            f"limits (disk, network in and out, replicas per broker) within rack_awareness and the pools "
             f"(every one tried); most often {st.tps[p]} ({st.size[p] / gib:.1f} GiB, "
             f"{st.bytes_in[p]:.0f} B/s in) found no {need} with room "
             f"(limits are capacity x capacity_threshold); add brokers or raise the limits")

@@ -452,32 +452,38 @@ def test_bin_packing_with_no_fit_names_the_partition_left_without_room() -> None
 
 def _fits_every_limit(cluster: ClusterModel, pools: PoolSet | None, max_replicas: int | None,
                       limit: float = 0.8) -> bool:
-    """_placeable with pools, a replica limit and network-in limits too: every assignment
-    tried, each partition's broker set checked by the same rules as the plan (rack, pool)."""
+    """_placeable with pools, a replica limit and network limits too: every assignment and
+    every leader tried, each partition's broker set checked by the same rules as the plan
+    (rack, pool). A leader sends its bytes out and a copy of its bytes in to each follower."""
     inf = float("inf")
     live = sorted(b for b, broker in cluster.brokers.items() if broker.alive)
-    room = {b: [cluster.brokers[b].capacity.disk_bytes * limit or inf,
-                cluster.brokers[b].capacity.network_in_bytes_per_sec * limit or inf,
-                max_replicas if max_replicas is not None else inf] for b in live}
+    room = {}
+    for b in live:
+        cap = cluster.brokers[b].capacity
+        room[b] = [cap.disk_bytes * limit or inf, cap.network_in_bytes_per_sec * limit or inf,
+                   cap.network_out_bytes_per_sec * limit or inf,
+                   max_replicas if max_replicas is not None else inf]
     parts = sorted(cluster, key=lambda p: (-p.size_bytes, -p.bytes_in_per_sec))
 
     def place(i: int) -> bool:
         if i == len(parts):
             return True
         p = parts[i]
-        need = (p.size_bytes, p.bytes_in_per_sec, 1)
+        out = p.bytes_out_per_sec + p.bytes_in_per_sec * (len(p.replicas) - 1)
         for brokers in combinations(live, len(p.replicas)):
-            if any(r < n for b in brokers for r, n in zip(room[b], need, strict=True)):
-                continue
             trial = cluster.with_assignment({p.tp: brokers})
             if any(str(p.tp) in problem for problem in check_hard_goals(cluster, trial, pools)):
                 continue
-            for b in brokers:
-                room[b] = [r - n for r, n in zip(room[b], need, strict=True)]
-            if place(i + 1):
-                return True
-            for b in brokers:
-                room[b] = [r + n for r, n in zip(room[b], need, strict=True)]
+            for leader in brokers:
+                need = {b: (p.size_bytes, p.bytes_in_per_sec, out if b == leader else 0, 1) for b in brokers}
+                if any(r < n for b in brokers for r, n in zip(room[b], need[b], strict=True)):
+                    continue
+                for b in brokers:
+                    room[b] = [r - n for r, n in zip(room[b], need[b], strict=True)]
+                if place(i + 1):
+                    return True
+                for b in brokers:
+                    room[b] = [r + n for r, n in zip(room[b], need[b], strict=True)]
         return False
 
     return place(0)
@@ -485,17 +491,18 @@ def _fits_every_limit(cluster: ClusterModel, pools: PoolSet | None, max_replicas
 
 @st.composite
 def _tight_mixed_clusters(draw: st.DrawFn) -> tuple[ClusterModel, PoolSet | None, int | None]:
-    """_tight_racked_clusters' starts with every limit at once: network-in beside disk (each
-    binding on some brokers, unknown on others), brokers without a rack, a replica limit per
-    broker, two pools; partitions of 1-3 GiB and 0-30 MB/s in on any brokers (pools start
-    violated)."""
+    """_tight_racked_clusters' starts with every limit at once: network in and out beside disk
+    (each binding on some brokers, unknown on others), brokers without a rack, a replica limit
+    per broker, two pools; partitions of 1-3 GiB, 0-30 MB/s in and 0-30 MB/s out on any
+    brokers (pools start violated)."""
     n = draw(st.integers(4, 6))
     racks = draw(st.lists(st.sampled_from(["a", "b", None]), min_size=n, max_size=n))
     dead = draw(st.sampled_from([None, *range(n)]))
     mb = 1_000_000
     brokers = [Broker(i, racks[i], alive=i != dead, capacity=BrokerCapacity(
         disk_bytes=draw(st.sampled_from([0, 3, 5, 8])) * GiB,
-        network_in_bytes_per_sec=draw(st.sampled_from([0, 25, 40])) * mb)) for i in range(n)]
+        network_in_bytes_per_sec=draw(st.sampled_from([0, 25, 40])) * mb,
+        network_out_bytes_per_sec=draw(st.sampled_from([0, 25, 40, 60])) * mb)) for i in range(n)]
     pools = None
     if draw(st.booleans()):
         pools = PoolSet([Pool("x", frozenset(range(0, n, 2)), topics=("x",)),
@@ -506,15 +513,16 @@ def _tight_mixed_clusters(draw: st.DrawFn) -> tuple[ClusterModel, PoolSet | None
         reps = tuple(draw(st.permutations(range(n)))[:rf])
         partitions.append(Partition(draw(st.sampled_from("xy")), i, reps, leader=reps[0],
                                     size_bytes=draw(st.sampled_from([1, 2, 3])) * GiB,
-                                    bytes_in_per_sec=draw(st.sampled_from([0, 10, 20, 30])) * mb))
+                                    bytes_in_per_sec=draw(st.sampled_from([0, 10, 20, 30])) * mb,
+                                    bytes_out_per_sec=draw(st.sampled_from([0, 10, 20, 30])) * mb))
     return ClusterModel(brokers, partitions), pools, draw(st.sampled_from([None, 1, 2]))
 
 
 @SETTINGS
 @given(_tight_mixed_clusters())
 def test_every_limit_together_refuses_a_plan_exactly_when_no_assignment_fits(case) -> None:
-    """Disk, network-in and replica limits, racks (some brokers without one), pools and a dead
-    broker at once, against every assignment tried: a plan where one fits, within every limit
+    """Disk, network and replica limits, racks (some brokers without one), pools and a dead
+    broker at once, against every assignment and leader tried: a plan where one fits, within every limit
     and rule; a refusal, naming what ran out, where none does."""
     cluster, pools, max_replicas = case
     fits = _fits_every_limit(cluster, pools, max_replicas)
@@ -533,3 +541,6 @@ def test_every_limit_together_refuses_a_plan_exactly_when_no_assignment_fits(cas
             assert sum(p.size_bytes for p in on) <= 0.8 * (broker.capacity.disk_bytes or float("inf"))
             assert sum(p.bytes_in_per_sec for p in on) <= 0.8 * (broker.capacity.network_in_bytes_per_sec
                                                                  or float("inf"))
+            out = sum(p.bytes_out_per_sec + p.bytes_in_per_sec * (len(p.replicas) - 1)
+                      for p in on if p.replicas[0] == b)
+            assert out <= 0.8 * (broker.capacity.network_out_bytes_per_sec or float("inf"))
