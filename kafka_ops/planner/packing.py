@@ -31,12 +31,18 @@ class _Budget(Exception):
     """The search tried more broker sets than its budget allows."""
 
 
-def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 1_000_000) -> bool:
+def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 1_000_000,
+                 drain: bool = False) -> bool:
     """Reset the state and place every movable partition within all limits, or raise.
 
     True when a placement was found (the state holds it); False when the budget ran out
     first (or the cap on leader changes): the state is reset and the caller's greedy error
     stands. Raises ValidationError when every assignment was tried and none fits.
+
+    With ``drain`` (the repair modes: move only what must leave) only the replicas on dead or
+    excluded brokers move, every other replica stays, and a search that finds nothing
+    returns False: the rules there only veto, and a start that breaks one already (a rack
+    over its limit) may leave a plan the strict search does not see.
     """
     st = run.state
     st.reset()
@@ -44,7 +50,7 @@ def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 1_000_000) -> b
     loads: Loads = [[0.0, 0.0, 0.0, 0.0] for _ in range(st.nb)]
     parts = []
     for p in range(st.np):
-        if run.partition_movable[p]:
+        if run.partition_movable[p] and (not drain or not all(st.eligible[b] for b in st.replicas[p])):
             parts.append(p)
             continue
         for i, b in enumerate(st.replicas[p]):
@@ -52,20 +58,27 @@ def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 1_000_000) -> b
     if len(parts) > _MOST_PARTITIONS:
         return False
     parts.sort(key=lambda p: (-st.size[p], -st.bytes_in[p], p))
-    usable = [_usable(run, p, limits) for p in parts]
-    sets = sum(comb(len(ok), len(st.replicas[p])) for p, ok in zip(parts, usable, strict=True))
+    kept = [[b for b in st.replicas[p] if st.eligible[b]] if drain else [] for p in parts]
+    for p, keep in zip(parts, kept, strict=True):
+        for b in keep:  # staying: its load is there already (a leadership it gains: _needs)
+            lead = st.replicas[p][0] == b
+            loads[b] = [v + n for v, n in zip(loads[b], _need(run, p, lead), strict=True)]
+    usable = [[b for b in _usable(run, p, limits) if b not in keep] for p, keep in zip(parts, kept, strict=True)]
+    sets = sum(comb(len(ok), len(st.replicas[p]) - len(keep))
+               for p, ok, keep in zip(parts, usable, kept, strict=True))
     if sets > budget:
         return False
     leaders = any(lim[2] != float("inf") for lim in limits)  # network out: who leads matters
-    choices = [[(brokers, [_need(run, p, k == 0) for k in range(len(brokers))])
-                for brokers in _candidates(run, p, ok, leaders)]
-               for p, ok in zip(parts, usable, strict=True)]
+    choices = [[(brokers, _needs(run, p, brokers, keep)) for brokers in _candidates(run, p, ok, keep, leaders)]
+               for p, ok, keep in zip(parts, usable, kept, strict=True)]
     search = _Search(loads, limits, choices, budget)
     try:
         found = search.place()
     except _Budget:
         return False
     if not found:
+        if drain:
+            return False
         stuck = search.stuck.most_common(1)[0][0]
         raise ValidationError(_why(run, parts[stuck], len(parts)))
     for i, p in enumerate(parts):
@@ -103,7 +116,9 @@ class _Search:
         self.left -= 1
         if self.left < 0:
             raise _Budget
-        return all(v + n <= lim for b, need in zip(*choice, strict=True)
+        # A replica that stays (no count to add) adds nothing where its broker is over a
+        # limit already; one that arrives must fit, even at no size.
+        return all(v + n <= lim or (n <= 0 and need[3] == 0) for b, need in zip(*choice, strict=True)
                    for v, n, lim in zip(self.loads[b], need, self.limits[b], strict=True))
 
     def _add(self, choice: Choice, sign: int) -> None:
@@ -152,16 +167,19 @@ def _usable(run: Run, p: int, limits: Sequence[tuple[float, ...]]) -> list[int]:
     return sorted(ok, key=lambda b: (b not in old, -limits[b][0], b))
 
 
-def _candidates(run: Run, p: int, ok: Sequence[int], leaders: bool) -> list[tuple[int, ...]]:
-    """The sets of ``ok`` brokers within the rack limit that may hold p's replicas, as the
-    replica list they make (kept replicas in their places, arrivals in the vacated ones: the
-    leader is whoever ends up first), most replicas kept first. With ``leaders``, each set
-    once per broker of it that may lead (first in the list), the one it makes first."""
+def _candidates(run: Run, p: int, ok: Sequence[int], keep: Sequence[int],
+                leaders: bool) -> list[tuple[int, ...]]:
+    """The sets of ``keep`` and ``ok`` brokers within the rack limit that may hold p's
+    replicas, as the replica list they make (kept replicas in their places, arrivals in the
+    vacated ones: the leader is whoever ends up first), most replicas kept first. With
+    ``leaders``, each set once per broker of it that may lead (first in the list), the one it
+    makes first."""
     st = run.state
     old = st.replicas[p]
     cap = rack_limit(run, p)
     sets = []
-    for brokers in combinations(ok, len(old)):
+    for more in combinations(ok, len(old) - len(keep)):
+        brokers = (*keep, *more)
         if max(Counter(st.rack[b] for b in brokers).values()) > cap:
             continue
         came = iter(b for b in brokers if b not in old)
@@ -172,6 +190,20 @@ def _candidates(run: Run, p: int, ok: Sequence[int], leaders: bool) -> list[tupl
                         if st.eligible[b] and not st.demoted[b])
     sets.sort(key=lambda s: sum(b not in old for b in s))  # stable: roomiest first within
     return sets
+
+
+def _needs(run: Run, p: int, brokers: Sequence[int], keep: Sequence[int]
+           ) -> list[tuple[float, float, float, float]]:
+    """What each broker of the replica list ``brokers`` takes on: all of a replica's load
+    where it arrives, only a leadership where it stays (its load counted already)."""
+    st = run.state
+    out = []
+    for k, b in enumerate(brokers):
+        need = _need(run, p, k == 0)
+        if b in keep:
+            need = (0.0, 0.0, need[2] if st.replicas[p][0] != b else 0.0, 0.0)
+        out.append(need)
+    return out
 
 
 def _need(run: Run, p: int, leads: bool) -> tuple[float, float, float, float]:
