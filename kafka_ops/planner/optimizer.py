@@ -110,12 +110,17 @@ def _exact_repair(run: Run, fixing: list[HardGoal], greedy: ValidationError) -> 
         except ValidationError:
             over = frozenset(b for b in range(st.nb) if capacity.over(run, b))
             avoid = avoid | over if not over <= avoid else limited
-    if pack_exactly(run, capacity):
+    packed = pack_exactly(run, capacity)
+    if packed:
         try:
             check_hard_goals(run, fixing)
             return
         except ValidationError:
             pass
+    if packed is None:
+        raise ValidationError(f"{greedy} (no placement found: the greedy repair is stuck and the start is "
+                              f"too large to try every assignment, so one may still exist; room on more "
+                              f"brokers or higher limits gives the plan a way out)") from None
     raise greedy from None
 
 

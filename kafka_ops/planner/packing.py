@@ -32,12 +32,13 @@ class _Budget(Exception):
 
 
 def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 1_000_000,
-                 drain: bool = False) -> bool:
+                 drain: bool = False) -> bool | None:
     """Reset the state and place every movable partition within all limits, or raise.
 
-    True when a placement was found (the state holds it); False when the budget ran out
-    first (or the cap on leader changes): the state is reset and the caller's greedy error
-    stands. Raises ValidationError when every assignment was tried and none fits.
+    True when a placement was found (the state holds it); None when the start is too large
+    to try every assignment or the budget ran out first, False when the cap on leader changes
+    did: then the state is reset and the caller's greedy error stands. Raises
+    ValidationError when every assignment was tried and none fits.
 
     With ``drain`` (the repair modes: move only what must leave) only the replicas on dead or
     excluded brokers move, every other replica stays, and a search that finds nothing
@@ -56,7 +57,7 @@ def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 1_000_000,
         for i, b in enumerate(st.replicas[p]):
             loads[b] = [v + n for v, n in zip(loads[b], _need(run, p, i == 0), strict=True)]
     if len(parts) > _MOST_PARTITIONS:
-        return False
+        return None
     parts.sort(key=lambda p: (-st.size[p], -st.bytes_in[p], p))
     kept = [[b for b in st.replicas[p] if st.eligible[b]] if drain else [] for p in parts]
     for p, keep in zip(parts, kept, strict=True):
@@ -67,7 +68,7 @@ def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 1_000_000,
     sets = sum(comb(len(ok), len(st.replicas[p]) - len(keep))
                for p, ok, keep in zip(parts, usable, kept, strict=True))
     if sets > budget:
-        return False
+        return None
     leaders = any(lim[2] != float("inf") for lim in limits)  # network out: who leads matters
     choices = [[(brokers, _needs(run, p, brokers, keep)) for brokers in _candidates(run, p, ok, keep, leaders)]
                for p, ok, keep in zip(parts, usable, kept, strict=True)]
@@ -75,7 +76,7 @@ def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 1_000_000,
     try:
         found = search.place()
     except _Budget:
-        return False
+        return None
     if not found:
         if drain:
             return False

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, assume, event, example, given, settings
 from hypothesis import strategies as st
 
 from kafka_ops.errors import ValidationError
+from kafka_ops.generator import generate_cluster
 from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition, TopicPartition
 from kafka_ops.planner import PlannerOptions, plan_rebalance, plan_remove_brokers
 from kafka_ops.pools import Pool, PoolSet
@@ -631,3 +632,14 @@ def test_removing_brokers_is_planned_whenever_their_replicas_fit_elsewhere(case)
         took = [p for p in after if b in p.replicas and b not in cluster.partitions[p.tp].replicas]
         if took and broker.capacity.disk_bytes:
             assert sum(p.size_bytes for p in after if b in p.replicas) <= 0.8 * broker.capacity.disk_bytes
+
+
+def test_a_start_too_large_to_search_says_a_plan_may_still_exist() -> None:
+    """The generator's small cluster filled to 78% of disk, 2% under the limits: the greedy
+    repairs are stuck and the exhaustive packing runs out of budget. Whether a plan exists is
+    unknown, and the error says so instead of implying that none does."""
+    cluster = generate_cluster("small", seed=2, disk_utilisation=0.78)
+    with pytest.raises(ValidationError, match=r"above its disk limit \(no placement found: the greedy "
+                                              r"repair is stuck and the start is too large to try every "
+                                              r"assignment, so one may still exist"):
+        plan_rebalance(cluster)
