@@ -347,35 +347,6 @@ def test_grown_cluster_with_hand_crowded_racks_and_a_dead_broker_is_planned(seed
     assert all(statuses[g] == "satisfied" for g in ("rack_awareness", "broker_exclusions"))
 
 
-def _placeable(cluster: ClusterModel, limit: float = 0.8) -> bool:
-    """Whether some assignment puts every partition on distinct live brokers within the rack
-    rule and every broker's disk limit: all of them tried (backtracking), on clusters of a few
-    brokers. Exact where the max-flow oracle says "bin packing decides"."""
-    live = sorted(b for b, broker in cluster.brokers.items() if broker.alive)
-    room = {b: cluster.brokers[b].capacity.disk_bytes * limit for b in live}
-    parts = sorted(cluster, key=lambda p: -p.size_bytes)
-
-    def place(i: int) -> bool:
-        if i == len(parts):
-            return True
-        p = parts[i]
-        for brokers in combinations(live, len(p.replicas)):
-            if any(room[b] < p.size_bytes for b in brokers):
-                continue
-            trial = cluster.with_assignment({p.tp: brokers})
-            if any(str(p.tp) in problem for problem in check_hard_goals(cluster, trial)):
-                continue
-            for b in brokers:
-                room[b] -= p.size_bytes
-            if place(i + 1):
-                return True
-            for b in brokers:
-                room[b] += p.size_bytes
-        return False
-
-    return place(0)
-
-
 @st.composite
 def _tight_racked_clusters(draw: st.DrawFn) -> ClusterModel:
     """Three to six brokers in up to three racks, each with a small disk (3-8 GiB: the sums
@@ -421,7 +392,7 @@ def _tight_racked_clusters(draw: st.DrawFn) -> ClusterModel:
 def test_disk_limits_refuse_a_plan_exactly_when_no_assignment_fits(cluster: ClusterModel) -> None:
     """Against every assignment tried: where one fits, the planner finds one; where none fits,
     it refuses, saying which capacity ran out."""
-    fits = _placeable(cluster)
+    fits = _fits_every_limit(cluster, None, None)
     event(f"fits: {fits}")
     try:
         result = plan_rebalance(cluster)
@@ -445,7 +416,7 @@ def test_bin_packing_with_no_fit_names_the_partition_left_without_room() -> None
                             for i in range(4)],
                            [Partition("t", 0, (3, 2), leader=3, size_bytes=3 * GiB),
                             Partition("t", 1, (2, 3), leader=2, size_bytes=3 * GiB)])
-    assert not _placeable(cluster)
+    assert not _fits_every_limit(cluster, None, None)
     with pytest.raises(ValidationError, match=r"^capacity: no assignment of the 2 movable partitions "
                        r".*\(every one tried\); most often t-1 "
                        r"\(3\.0 GiB, 0 B/s in\) found no 2 brokers with room"):
@@ -454,9 +425,12 @@ def test_bin_packing_with_no_fit_names_the_partition_left_without_room() -> None
 
 def _fits_every_limit(cluster: ClusterModel, pools: PoolSet | None, max_replicas: int | None,
                       limit: float = 0.8) -> bool:
-    """_placeable with pools, a replica limit and network limits too: every assignment and
-    every leader tried, each partition's broker set checked by the same rules as the plan
-    (rack, pool). A leader sends its bytes out and a copy of its bytes in to each follower."""
+    """Whether some assignment puts every partition on distinct live brokers within the rack
+    rule, the pools, the replica limit and every broker's disk and network limits: every
+    assignment and every leader tried (backtracking, on clusters of a few brokers), each
+    partition's broker set checked by the same rules as the plan. A leader sends its bytes
+    out and a copy of its bytes in to each follower. Exact where the max-flow oracle says
+    "bin packing decides"."""
     inf = float("inf")
     live = sorted(b for b, broker in cluster.brokers.items() if broker.alive)
     room = {}
