@@ -196,8 +196,19 @@ class ReplicaCountGoal(BalanceGoal):
         self._topic_steps(run, brokers, cands, mean, topics, lo, hi)
         if not self._shed_scarce_racks(run, brokers, cands, mean, topics, hi):
             return
-        # First brokers above the upper bound give to the emptiest; then brokers below the lower
-        # bound take from the fullest. Each move fixes one unit of imbalance: the count minimum.
+        if not self._fill_to_bounds(run, brokers, cands, mean, topics, lo, hi):
+            return
+        self._exchange(run, brokers, cands, topics, lo)
+        if any(st.count[b] < lo for b in brokers) and any(st.count[b] > hi for b in brokers):
+            self._exchange(run, brokers, cands, topics, lo, same_rack=True)
+            self._fill_to_bounds(run, brokers, cands, mean, topics, lo, hi)
+
+    def _fill_to_bounds(self, run: Run, brokers: Sequence[int], cands: Mapping[int, _BySize],
+                        mean: _Means, topics: _TopicIndex, lo: float, hi: float) -> bool:
+        """Brokers above the upper bound give to the emptiest; then brokers below the lower
+        bound take from the fullest. Each move fixes one unit of imbalance: the count minimum.
+        False when the plan's move budget ran out."""
+        st = run.state
         for limit in (hi, lo):
             srcs = [(-st.count[b], b) for b in brokers if st.count[b] > limit]
             heapq.heapify(srcs)
@@ -215,11 +226,11 @@ class ReplicaCountGoal(BalanceGoal):
             # filling straight to the upper bound, 1.020 this way).
             for fill in sorted({lo, limit}):
                 if not self._fill(run, brokers, cands, srcs, mean, topics, limit, fill, cap):
-                    return
-        self._exchange(run, brokers, cands, topics, lo)
+                    return False
+        return True
 
     def _exchange(self, run: Run, brokers: Sequence[int], cands: Mapping[int, _BySize],
-                  topics: _TopicIndex, lo: float) -> None:
+                  topics: _TopicIndex, lo: float, same_rack: bool = False) -> None:
         """Takers left below the lower bound (at their disk limit, mostly): each takes a giver's
         smallest replicas for one large replica of its own, its count up, its disk in its limit.
 
@@ -228,16 +239,25 @@ class ReplicaCountGoal(BalanceGoal):
         crowded-medium on 18 brokers at 70% disk, four new (seed 2), ended at a replica count
         max - min of 700 (one new broker at 234 replicas, the bound 812); now 0. A giver in
         another rack gives what the rack rule lets cross (21 brokers, seed 1: 524 -> 10).
+
+        ``same_rack``: givers of the taker's own rack at the lower bound too, each left one
+        below it for the fill that follows to top up from the brokers still above the upper
+        bound. Where a rack's brokers all sit at the bound and nothing the sources hold may
+        cross into it, the full taker had no giver at all (crowded-medium on 24 brokers at 70%
+        disk, six new, seed 1: a taker full of large replicas, counts 1,211..1,249; now
+        1,237..1,238).
         """
         st = run.state
         short = sorted((b for b in brokers if st.count[b] < lo and run.dst_ok[b]), key=lambda b: st.count[b])
         if not short:
             return
         on = run.replicas_on()
+        floor = lo - 1 if same_rack else lo  # the least a giver may keep
         for t in short:
-            for s in sorted((b for b in brokers if st.count[b] > lo), key=lambda b: -st.count[b]):
-                while st.count[t] < lo < st.count[s]:
-                    moves = self._exchange_moves(run, s, t, on[t], cands[s], lo)
+            givers = [b for b in brokers if st.count[b] > floor and (not same_rack or st.rack[b] == st.rack[t])]
+            for s in sorted(givers, key=lambda b: -st.count[b]):
+                while st.count[t] < lo and st.count[s] > floor:
+                    moves = self._exchange_moves(run, s, t, on[t], cands[s], floor)
                     if moves is None or not run.room_for_move(sum(st.size[p] for p, _, _ in moves), len(moves)):
                         break
                     for p, a, b in moves:

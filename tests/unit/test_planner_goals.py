@@ -132,6 +132,15 @@ def test_a_full_new_broker_trades_a_large_replica_for_small_ones() -> None:
     assert after["replica_count"] <= 1 and after["leader_count"] <= 1
 
 
+def test_a_full_taker_trades_with_its_own_rack_when_no_source_may_cross_into_it() -> None:
+    # 18 brokers at 70% disk, three new: a broker full of large replicas below the count, its
+    # rack mates all at the lower bound, and nothing the brokers above the upper bound hold may
+    # cross into its rack. It ended 90 below; a rack mate now trades with it and is topped up.
+    c = generate_cluster("crowded-medium", seed=1, brokers=18, partitions=5000, disk_utilisation=0.7,
+                         new_brokers=3)
+    assert _after(plan_rebalance(c))["replica_count"] <= 1
+
+
 def test_leadership_changes_are_preferred_over_replica_moves() -> None:
     # Replicas balanced (each broker holds 4), every leader on broker 0.
     c = ClusterModel([Broker(i) for i in range(3)],
