@@ -7,9 +7,12 @@ three brokers with room for a 3 GiB one, and then a partition of two 3 GiB repli
 one broker left in another rack), and the planner refused about one in 200 of the tiny tight
 clusters that have a plan. Then every assignment is tried, depth first, the partition with
 the fewest broker sets left that fit next, each partition's sets in the order that keeps
-most replicas in place: the first that completes is taken. A budget of sets tried keeps this
-to small starts; past it the greedy error stands. When the search ends without one, no plan
-exists, and the error names the partition that most often found no room.
+most replicas in place: the first that completes is taken. Where a broker has a network-out
+limit, each set is tried with each of its members leading. A budget of sets tried keeps this
+to small starts; past it the greedy error stands, saying that a plan may still exist. When
+the search ends without one, no plan exists, and the error names the partition that most
+often found no room. The repair modes (remove-brokers, fix-offline) search only the replicas
+that must leave.
 """
 
 from __future__ import annotations

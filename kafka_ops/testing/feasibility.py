@@ -157,7 +157,9 @@ def feasibility(cluster: ClusterModel, pools: PoolSet | None = None,
     if _flow_places_all(cluster, pools, movable, {b: 0 if b in limited else r
                                                   for b, r in room.items()}):
         return Verdict(True)
-    found = _search(cluster, pools, movable, room, disk_threshold)
+    found = _search(cluster, pools, movable, room, {b: (broker.capacity.disk_bytes * disk_threshold
+                                                       if broker.capacity.disk_bytes else float("inf")) - held[b]
+                                                   for b, broker in cluster.brokers.items()})
     if found is None:
         return Verdict(None, "disk capacity decides (bin packing), past the search's budget")
     return Verdict(found, "" if found else "disk capacity: no assignment fits (every one tried)")
@@ -168,17 +170,11 @@ class _OutOfBudget(Exception):
 
 
 def _search(cluster: ClusterModel, pools: PoolSet | None, movable: list[Partition],
-            room: Mapping[int, int], disk_threshold: float, budget: int = 2_000_000) -> bool | None:
-    """Whether some assignment of ``movable`` keeps every broker within its replica room and
-    disk limit (replicas of partitions in flight counted on their targets): every one tried,
-    largest partition first; None past ``budget`` broker sets."""
-    inf = float("inf")
-    disk = {b: broker.capacity.disk_bytes * disk_threshold if broker.capacity.disk_bytes else inf
-            for b, broker in cluster.brokers.items()}
-    for p in cluster:
-        if p.reassignment_in_progress:
-            for b in replicas_of(p):
-                disk[b] -= p.size_bytes
+            room: Mapping[int, int], disk_room: Mapping[int, float], budget: int = 2_000_000) -> bool | None:
+    """Whether some assignment of ``movable`` keeps every broker within its replica ``room``
+    and ``disk_room``: every one tried, largest partition first; None past ``budget`` broker
+    sets."""
+    disk = dict(disk_room)
     count = dict(room)
     parts = sorted(movable, key=lambda p: -p.size_bytes)
     sets = []
