@@ -207,11 +207,14 @@ def _per_rf(run: Run, g: int, weight: Callable[[int], float] | None
     return racks, {(rf, rack_limit(run, first[rf], rf)): total for rf, total in per_rf.items()}
 
 
-def why_no_broker(run: Run, p: int, src: int, retarget: bool = False) -> str:
+def why_no_broker(run: Run, p: int, src: int, retarget: bool = False,
+                  rack_room: Callable[[int], bool] | None = None) -> str:
     """Which rules rejected the brokers p's replica on src could go to, for an error message.
 
     ``retarget`` as in Run.can_move: the caller's own rule, so the reasons match what it tried.
-    A capacity rejection names the resource that has no room.
+    A capacity rejection names the resource that has no room. ``rack_room``: the brokers the
+    caller tried at all (the rack goal tries only racks with room); the others are counted as
+    such, not blamed on a rule that would have let them take it.
     """
     st = run.state
     group = st.groups[st.group_of(p)]
@@ -231,6 +234,9 @@ def why_no_broker(run: Run, p: int, src: int, retarget: bool = False) -> str:
             continue
         if not run.mode_allows(p, src, b, retarget):
             reasons["the plan's mode or the partition's original brokers"] += 1
+            continue
+        if rack_room is not None and not rack_room(b):
+            reasons["in a rack with no room for another replica"] += 1
             continue
         for g in run.vetoes:
             if not g.accepts(run, ((p, src, b),)):
@@ -476,7 +482,7 @@ class RackAwarenessGoal(HardGoal):
             missing = "no rack of the pool has room for another replica"
         else:
             missing = f"no broker of the {len(room)} rack(s) with room can take it" + \
-                why_no_broker(run, p, src)
+                why_no_broker(run, p, src, rack_room=lambda b: st.rack[b] in room)
         raise ValidationError(
             f"{self.name}: {st.tps[p]} has {per_rack[st.rack[src]]} replicas in one rack (limit "
             f"{limit}) and {missing}"

@@ -18,15 +18,15 @@ because pools.py must not import the planner.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 
 from kafka_ops.errors import ValidationError
 from kafka_ops.model import ClusterModel, TopicPartition
 from kafka_ops.planner.context import PlannerOptions, Run
 from kafka_ops.planner.goals import HARD_GOALS
-from kafka_ops.planner.hard import CapacityGoal, rack_limit, why_no_broker
+from kafka_ops.planner.hard import why_no_broker
 from kafka_ops.planner.optimizer import PlanResult, check_room, optimize
+from kafka_ops.planner.replication import change_replication_factor
 from kafka_ops.planner.state import WorkingState
 from kafka_ops.pools import PoolSet, migrate_to_pool
 
@@ -268,41 +268,7 @@ def plan_set_replication_factor(cluster: ClusterModel, topics: Sequence[str], re
             )
 
     def change(run: Run) -> None:
-        for p in range(st.np):
-            if movable(p):
-                while len(st.replicas[p]) < replication_factor:
-                    _add_replica(run, p)
-                while len(st.replicas[p]) > replication_factor:
-                    _drop_replica(run, p)
+        change_replication_factor(run, [p for p in range(st.np) if movable(p)], replication_factor)
 
     return optimize(st, options, "set-rf", movable=movable, prepare=change, soft=False,
                     fix=("rack_awareness",))
-
-
-def _add_replica(run: Run, p: int) -> None:
-    """A new follower on the least loaded broker that keeps racks spread and capacity."""
-    st = run.state
-    rf = len(st.replicas[p]) + 1
-    limit = rack_limit(run, p, rf)
-    per_rack = Counter(st.rack[b] for b in st.replicas[p])
-    capacity = CapacityGoal()
-    best = None
-    for b in st.groups[st.group_of(p)].brokers:
-        if (st.eligible[b] and b not in st.replicas[p] and per_rack[st.rack[b]] < limit
-                and st.disk[b] + st.size[p] <= capacity.limits(run, b)[0]):
-            key = (st.count[b], st.disk[b], b)
-            best = key if best is None or key < best else best
-    if best is None:
-        raise ValidationError(f"set-rf: no broker can take a new replica of {st.tps[p]} "
-                              "(rack awareness and disk capacity leave none)")
-    if not run.room_for_move(st.size[p]):
-        raise ValidationError(f"set-rf: the move caps leave no room for a new replica of {st.tps[p]}")
-    st.add_replica(p, best[2])
-
-
-def _drop_replica(run: Run, p: int) -> None:
-    """Drop the follower on the most crowded rack, then on the broker with most replicas."""
-    st = run.state
-    per_rack = Counter(st.rack[b] for b in st.replicas[p])
-    victim = max(st.replicas[p][1:], key=lambda b: (per_rack[st.rack[b]], st.count[b], b))
-    st.drop_replica(p, victim)
