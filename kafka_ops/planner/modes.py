@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from kafka_ops.errors import ValidationError
 from kafka_ops.model import ClusterModel, TopicPartition
 from kafka_ops.planner.context import PlannerOptions, Run
+from kafka_ops.planner.demotion import hand_off_leadership, may_lead
 from kafka_ops.planner.goals import HARD_GOALS
 from kafka_ops.planner.hard import why_no_broker
 from kafka_ops.planner.optimizer import PlanResult, check_room, optimize
@@ -104,15 +105,19 @@ def plan_remove_brokers(cluster: ClusterModel, brokers: Sequence[int], pools: Po
 
 def plan_demote(cluster: ClusterModel, brokers: Sequence[int], pools: PoolSet | None = None,
                 options: PlannerOptions = DEFAULT_OPTIONS) -> PlanResult:
-    """Move preferred leadership off the brokers; their replicas stay where they are."""
+    """Move preferred leadership off the brokers; their replicas stay where they are.
+
+    Only the partitions the demoted brokers lead may change: a partition led by a dead broker
+    elsewhere is fix-offline's, and its leader having nowhere to go must not refuse this plan.
+    """
     demoted = _brokers(cluster, brokers, "demote")
     st = WorkingState(cluster, pools, demoted=demoted)
 
-    def stuck_leaders(run: Run) -> None:
-        """Warn about partitions that cannot lose leadership without moving data."""
+    def hand_off(run: Run) -> None:
+        """Warn about partitions that cannot lose leadership without moving data; hand off
+        the others' leadership."""
         stuck = [st.tps[p] for p in range(st.np) if run.partition_movable[p]
-                 and st.demoted[st.replicas[p][0]]
-                 and not any(st.eligible[b] and not st.demoted[b] for b in st.replicas[p])]
+                 and not any(may_lead(run, b) for b in st.replicas[p])]
         if stuck:
             names = ", ".join(str(tp) for tp in stuck[:10])
             more = f" and {len(stuck) - 10} more" if len(stuck) > 10 else ""
@@ -120,9 +125,10 @@ def plan_demote(cluster: ClusterModel, brokers: Sequence[int], pools: PoolSet | 
                 f"{len(stuck)} partition(s) keep a demoted leader: every live replica is on a "
                 f"demoted broker, so leadership cannot move without moving data "
                 f"(use remove-brokers or replace-broker): {names}{more}")
+        hand_off_leadership(run)
 
-    return optimize(st, options, "demote", prepare=stuck_leaders, soft=False, fix=_DRAIN,
-                    leadership_only=True)
+    return optimize(st, options, "demote", movable=lambda p: st.demoted[st.replicas[p][0]],
+                    prepare=hand_off, soft=False, fix=_DRAIN, leadership_only=True)
 
 
 def plan_fix_offline(cluster: ClusterModel, pools: PoolSet | None = None,
