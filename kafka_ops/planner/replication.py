@@ -23,7 +23,7 @@ from kafka_ops.planner.context import Run
 from kafka_ops.planner.hard import CapacityGoal, rack_limit
 
 _BUDGET = 200_000  # options tried before the search gives up
-Option = tuple[tuple[int, ...], int]  # new brokers, the leader after the change
+Option = tuple[int, int]  # the new replica's broker, the leader after it is added
 
 
 def change_replication_factor(run: Run, parts: list[int], rf: int) -> None:
@@ -34,29 +34,32 @@ def change_replication_factor(run: Run, parts: list[int], rf: int) -> None:
     for p in parts:
         while len(st.replicas[p]) > rf:
             _drop_replica(run, p)
-    grow = [p for p in parts if len(st.replicas[p]) < rf]
-    if not grow:
+    # One step per new replica, a partition's steps in a row: as the greedy added them.
+    steps = [p for p in parts for _ in range(rf - len(st.replicas[p]))]
+    if not steps:
         return
     try:
-        chosen = _Search(run, rf).place(grow)
+        chosen = _Search(run, rf).place(steps)
     except ValidationError:
-        alone = _Search(run, rf)  # the loads as they were: is there a partition no broker takes?
-        for p in grow:
-            if next(alone.options(p), None) is None:
+        for p in dict.fromkeys(steps):  # alone, on the loads as they were: can p grow at all?
+            alone = _Search(run, rf)
+            try:
+                first_fit([p] * (rf - len(st.replicas[p])), alone.options, alone.apply, _BUDGET)
+            except Exhausted:
                 raise ValidationError(f"set-rf: no broker can take a new replica of {st.tps[p]}: "
                                       f"{alone.why(p)}") from None
+            except OutOfBudget:
+                pass
         raise
-    adds = sum(len(new) for new, _ in chosen)
-    if not run.room_for_move(sum(st.size[p] * len(new) for p, (new, _) in zip(grow, chosen, strict=True)),
-                             adds):
-        raise ValidationError(f"set-rf: the move caps leave no room for the {adds} new replicas")
-    if not run.room_for_leader_change(sum(1 for p, (_, lead) in zip(grow, chosen, strict=True)
-                                          if lead != st.replicas[p][0])):
+    if not run.room_for_move(sum(st.size[p] for p in steps), len(steps)):
+        raise ValidationError(f"set-rf: the move caps leave no room for the {len(steps)} new replicas")
+    leader = {p: lead for p, (_, lead) in zip(steps, chosen, strict=True)}  # each one's last
+    if not run.room_for_leader_change(sum(1 for p, lead in leader.items() if lead != st.replicas[p][0])):
         raise ValidationError("set-rf: the cap on leader changes leaves no room for the leaders "
                               "the new replicas need (their old leaders have no network-out room)")
-    for p, (new, lead) in zip(grow, chosen, strict=True):
-        for b in new:
-            st.add_replica(p, b)
+    for p, (b, _) in zip(steps, chosen, strict=True):
+        st.add_replica(p, b)
+    for p, lead in leader.items():
         if lead != st.replicas[p][0]:
             st.make_leader(p, lead)
 
@@ -72,7 +75,7 @@ def _drop_replica(run: Run, p: int) -> None:
 
 
 class _Search:
-    """Depth first over the growing partitions, on private copies of the brokers' loads."""
+    """Depth first over the new replicas, on private copies of the loads and replica lists."""
 
     def __init__(self, run: Run, rf: int) -> None:
         st = self.st = run.state
@@ -81,73 +84,83 @@ class _Search:
         self.limits = [capacity.limits(run, b) for b in range(st.nb)]
         self.disk, self.net_in = list(st.disk), list(st.net_in)
         self.net_out, self.count = list(st.net_out), list(st.count)
+        self.replicas: dict[int, list[int]] = {}
+        self.undo: list[list[int]] = []  # the replica lists the steps changed, last first
+
+    def _replicas(self, p: int) -> list[int]:
+        if p not in self.replicas:
+            self.replicas[p] = list(self.st.replicas[p])
+        return self.replicas[p]
+
+    def _leader_out(self, p: int, rf: int) -> float:
+        return self.st.bytes_out[p] + self.st.bytes_in[p] * (rf - 1)
 
     def _fits(self, p: int, b: int) -> bool:
         st, lim = self.st, self.limits[b]
         return (self.disk[b] + st.size[p] <= lim[0] and self.net_in[b] + st.bytes_in[p] <= lim[1]
                 and self.count[b] + 1 <= lim[3])
 
-    def _out(self, p: int, b: int, extra: float) -> bool:
-        """Whether b can lead p with ``extra`` more bytes out than it sends now (all of p's
-        traffic when it does not lead p yet)."""
-        return extra <= 0 or self.net_out[b] + extra <= self.limits[b][2]
-
     def options(self, p: int) -> Iterator[Option]:
-        """p's new broker sets, least loaded first, each with its leader: the current one, or
-        another live replica that may lead when the current one has no network-out room."""
+        """p's next new replica, least loaded broker first, each with its leader: the current
+        one, or another live replica that may lead when the current one has no network-out
+        room for one more copy."""
         st, run = self.st, self.run
-        reps = st.replicas[p]
-        grown = st.bytes_in[p] * (self.rf - len(reps))
-        out = st.leader_out(p) + grown
-        for new in self._sets(p):
-            if self._out(p, reps[0], grown):
-                yield new, reps[0]
-            for b in (*reps[1:], *new):
-                if st.eligible[b] and not st.demoted[b] and run.dst_ok[b] and self._out(p, b, out):
-                    yield new, b
+        reps = self._replicas(p)
+        out = self._leader_out(p, len(reps) + 1)
+        lead = reps[0]
+        for b in self._brokers(p, reps):
+            if st.bytes_in[p] <= 0 or self.net_out[lead] + st.bytes_in[p] <= self.limits[lead][2]:
+                yield b, lead
+            for other in (*reps[1:], b):
+                if (st.eligible[other] and not st.demoted[other] and run.dst_ok[other]
+                        and self.net_out[other] + out <= self.limits[other][2]):
+                    yield b, other
 
-    def _sets(self, p: int) -> Iterator[tuple[int, ...]]:
-        """Broker sets with room for p's new replicas, least loaded first, within the rack
-        limit (a rack the old replicas crowd already is the rack goal's to repair). One new
-        replica (the common case) tries the least loaded broker before sorting the others."""
+    def _brokers(self, p: int, reps: list[int]) -> Iterator[int]:
+        """Brokers with room for a new replica of p within the rack limit (a rack the old
+        replicas crowd already is the rack goal's to repair), least loaded first. Racks within
+        the limit of the factor this step makes come first: RF 2 to 4 over three racks then
+        puts the third replica in the empty rack, not beside one of the first two (a, c, b, a,
+        not a, c, a, c). The least loaded is tried before the others are sorted."""
         st = self.st
-        reps = st.replicas[p]
-        k, limit = self.rf - len(reps), rack_limit(self.run, p, self.rf)
-        others = [b for b in st.groups[st.group_of(p)].brokers if st.eligible[b] and b not in reps]
+        limit, step = rack_limit(self.run, p, self.rf), rack_limit(self.run, p, len(reps) + 1)
         per_rack = Counter(st.rack[b] for b in reps)
+        room = [b for b in st.groups[st.group_of(p)].brokers
+                if st.eligible[b] and b not in reps and per_rack[st.rack[b]] < limit]
 
-        def key(b: int) -> tuple[float, float, int]:
-            return self.count[b], self.disk[b], b
+        def key(b: int) -> tuple[bool, float, float, int]:
+            return per_rack[st.rack[b]] >= step, self.count[b], self.disk[b], b
 
-        if k == 1:
-            room = [b for b in others if per_rack[st.rack[b]] < limit]
-            first = min(room, key=key, default=None)
-            if first is not None and self._fits(p, first):
-                yield (first,)
-            yield from ((b,) for b in sorted((b for b in room if b != first and self._fits(p, b)), key=key))
-            return
-        for new in combinations(sorted((b for b in others if self._fits(p, b)), key=key), k):
-            racks = per_rack + Counter(st.rack[b] for b in new)
-            if all(racks[st.rack[b]] <= limit for b in new):
-                yield new
+        first = min(room, key=key, default=None)
+        if first is not None and self._fits(p, first):
+            yield first
+        yield from sorted((b for b in room if b != first and self._fits(p, b)), key=key)
 
-    def _apply(self, p: int, option: Option, sign: int) -> None:
+    def apply(self, p: int, option: Option, sign: int) -> None:
         st = self.st
-        new, lead = option
-        for b in new:
-            self.disk[b] += sign * st.size[p]
-            self.net_in[b] += sign * st.bytes_in[p]
-            self.count[b] += sign
-        old = st.replicas[p][0]
-        before, after = st.leader_out(p), st.leader_out(p) + st.bytes_in[p] * len(new)
-        self.net_out[old] -= sign * before
-        self.net_out[lead] += sign * after
+        b, lead = option
+        reps = self._replicas(p)
+        self.disk[b] += sign * st.size[p]
+        self.net_in[b] += sign * st.bytes_in[p]
+        self.count[b] += sign
+        if sign > 0:
+            self.undo.append(list(reps))
+            self.net_out[reps[0]] -= self._leader_out(p, len(reps))
+            reps.append(b)
+            if lead != reps[0]:
+                slot = reps.index(lead)
+                reps[0], reps[slot] = lead, reps[0]
+            self.net_out[lead] += self._leader_out(p, len(reps))
+        else:
+            self.net_out[reps[0]] -= self._leader_out(p, len(reps))
+            reps[:] = self.undo.pop()
+            self.net_out[reps[0]] += self._leader_out(p, len(reps))
 
     def place(self, parts: list[int]) -> list[Option]:
         """The first complete placement, in the greedy order; raises when there is none."""
         st = self.st
         try:
-            return first_fit(parts, self.options, self._apply, _BUDGET)
+            return first_fit(parts, self.options, self.apply, _BUDGET)
         except Exhausted as e:
             raise ValidationError(
                 f"set-rf: no placement of the new replicas fits every limit (every one tried); "

@@ -230,3 +230,16 @@ def test_a_crowded_rack_no_broker_can_relieve_names_the_brokers_of_full_racks_as
                                               r"without disk room \(capacity\), 1 in a rack with no "
                                               r"room for another replica\)$"):
         plan_set_replication_factor(cluster, ["t"], 2)
+
+
+def test_raising_the_factor_by_two_fills_the_empty_rack_first() -> None:
+    """RF 2 to 4 over racks a, b, c: the limit is then two per rack, but the third replica
+    goes to the empty rack b, as one step at a time to RF 3 would put it; a, c, a, c would
+    leave rack b without a copy."""
+    cluster = ClusterModel([_broker(b, 0, rack="abc"[b % 3]) for b in range(6)],
+                           [_partition("t", 0, (0, 2), 1), _partition("u", 0, (1, 4), 1),
+                            _partition("u", 1, (4, 1), 1)])
+    result = plan_set_replication_factor(cluster, ["t"], 4)
+    (replicas,) = result.plan.replicas.values()
+    assert replicas[:2] == (0, 2)
+    assert sorted("abc"[b % 3] for b in replicas) == ["a", "a", "b", "c"]
