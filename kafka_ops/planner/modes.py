@@ -18,7 +18,7 @@ because pools.py must not import the planner.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kafka_ops.errors import ValidationError
 from kafka_ops.model import ClusterModel, TopicPartition
@@ -45,6 +45,11 @@ def _check_room(st: WorkingState, what: str) -> None:
                 f"{what}: {group.name!r} would keep {live} live brokers, fewer than the "
                 f"replication factor {rf} of its topics"
             )
+
+
+def _drained(st: WorkingState) -> Callable[[int, int], bool]:
+    """The replicas a drain must move: those on dead or excluded brokers."""
+    return lambda p, b: not st.eligible[b]
 
 
 def _brokers(cluster: ClusterModel, brokers: Sequence[int], what: str) -> list[int]:
@@ -100,7 +105,7 @@ def plan_remove_brokers(cluster: ClusterModel, brokers: Sequence[int], pools: Po
     gone = _brokers(cluster, brokers, "remove-brokers")
     st = WorkingState(cluster, pools, excluded=gone)
     _check_room(st, "remove-brokers")
-    return optimize(st, options, "remove-brokers", soft=False, fix=_DRAIN)
+    return optimize(st, options, "remove-brokers", soft=False, fix=_DRAIN, leave=_drained(st))
 
 
 def plan_demote(cluster: ClusterModel, brokers: Sequence[int], pools: PoolSet | None = None,
@@ -136,7 +141,7 @@ def plan_fix_offline(cluster: ClusterModel, pools: PoolSet | None = None,
     """Re-create the replicas of dead brokers on live ones (offline/under-replicated repair)."""
     st = WorkingState(cluster, pools)
     _check_room(st, "fix-offline")
-    return optimize(st, options, "fix-offline", soft=False, fix=_DRAIN)
+    return optimize(st, options, "fix-offline", soft=False, fix=_DRAIN, leave=_drained(st))
 
 
 def plan_replace_broker(cluster: ClusterModel, old: int, new: int, pools: PoolSet | None = None,
@@ -188,7 +193,7 @@ def plan_migrate_pool(cluster: ClusterModel, pools: PoolSet, topics: Sequence[st
                 f"pool placement, which a hard goal or a move cap refused: {names}{more}")
 
     return optimize(st, options, "migrate-pool", movable=movable, prepare=place, soft=False,
-                    fix=("pool_membership",))
+                    fix=("pool_membership",), leave=lambda p, b: b not in st.in_group[st.group_of(p)])
 
 
 def _apply_pool_placement(run: Run, cluster: ClusterModel, pools: PoolSet,

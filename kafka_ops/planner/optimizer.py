@@ -124,7 +124,8 @@ def _exact_repair(run: Run, fixing: list[HardGoal], greedy: ValidationError) -> 
     raise greedy from None
 
 
-def _drain_exactly(run: Run, fixing: list[HardGoal], greedy: ValidationError) -> None:
+def _drain_exactly(run: Run, fixing: list[HardGoal], greedy: ValidationError,
+                   leave: Callable[[int, int], bool]) -> None:
     """A repair mode's replicas that must leave, packed exactly (only they move); taken when
     it breaks no rule the start kept (the other hard goals only veto there), else the greedy
     error stands. The greedy drain refused 6 of 1,800 tiny starts that such a packing fits:
@@ -132,7 +133,7 @@ def _drain_exactly(run: Run, fixing: list[HardGoal], greedy: ValidationError) ->
     capacity = next(g for g in HARD_GOALS if isinstance(g, CapacityGoal))
     run.state.reset()
     start = {g.name: set(g.violations(run)) for g in HARD_GOALS if g not in fixing}
-    if pack_exactly(run, capacity, drain=True):
+    if pack_exactly(run, capacity, leave=leave):
         try:
             check_hard_goals(run, fixing)
             if all(set(g.violations(run)) <= start[g.name] for g in HARD_GOALS if g not in fixing):
@@ -165,6 +166,7 @@ def optimize(
     soft: bool = True,
     fix: tuple[str, ...] | None = None,
     leadership_only: bool = False,
+    leave: Callable[[int, int], bool] | None = None,
 ) -> PlanResult:
     """Run the goals on the state (which it changes) and return the plan and its summary.
 
@@ -174,11 +176,13 @@ def optimize(
     ``soft=False`` only the hard goals run. ``fix`` names the hard goals whose existing
     violations the plan must repair (default: all); the others only veto, so a repair plan never
     makes them worse but is not blamed for what it was not asked to fix. ``leadership_only``
-    forbids replica moves altogether (demotion).
+    forbids replica moves altogether (demotion). ``leave(p, b)``: the replicas a repair mode
+    must move (on a drained broker, outside the pool); where the greedy repair is stuck, only
+    they are placed again, exactly.
     """
     with _fewer_collections():
         return _optimize(state, options, mode, movable, destinations, prepare, soft, fix,
-                         leadership_only)
+                         leadership_only, leave)
 
 
 def _restore_reorders(run: Run) -> bool:
@@ -211,7 +215,7 @@ def _restore_reorders(run: Run) -> bool:
 def _optimize(state: WorkingState, options: PlannerOptions, mode: str,
               movable: Callable[[int], bool] | None, destinations: Iterable[int] | None,
               prepare: Callable[[Run], None] | None, soft: bool, fix: tuple[str, ...] | None,
-              leadership_only: bool) -> PlanResult:
+              leadership_only: bool, leave: Callable[[int, int], bool] | None) -> PlanResult:
     goals: list[SoftGoal] = soft_goals(options.goals) if soft else []
     started = time.perf_counter()
     run = Run(state, options, movable, destinations, leadership_only)
@@ -219,6 +223,7 @@ def _optimize(state: WorkingState, options: PlannerOptions, mode: str,
     before = {g.name: g.measure(run) for g in (*HARD_GOALS, *goals)}
     run.bounds.clear()  # soft bounds settle after the hard goals drained what must go
     run.vetoes = list(HARD_GOALS)
+    warned = len(run.warnings)
     if prepare is not None:
         prepare(run)
     check_room(run, fixing)
@@ -227,12 +232,17 @@ def _optimize(state: WorkingState, options: PlannerOptions, mode: str,
             hard_goal.optimize(run)
         check_hard_goals(run, fixing)
     except ValidationError as greedy:
-        if prepare is not None:
-            raise  # the mode made its own changes (replacement, demotion): nothing to redo
-        if fix is not None:
+        if leave is not None:
             # Repair modes move only what they were asked to: no global re-placement, but the
-            # replicas that must leave may be packed exactly.
-            _drain_exactly(run, fixing, greedy)
+            # replicas that must leave may be packed exactly (the mode's own placement undone).
+            _drain_exactly(run, fixing, greedy, leave)
+            if prepare is not None:
+                del run.warnings[warned:]
+                run.warnings.append(f"the {mode} placement and the greedy repair left a replica without "
+                                    "room: the replicas that must move were placed by an exhaustive "
+                                    "search instead, every other replica left where it was")
+        elif prepare is not None or fix is not None:
+            raise  # the mode made its own changes (replacement, demotion): nothing to redo
         else:
             # The greedy repair found no way out; an exact placement either finds one or
             # proves (and says) that none exists. Disk and network capacity stay greedy, then

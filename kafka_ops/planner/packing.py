@@ -12,13 +12,13 @@ limit, each set is tried with each of its members leading. A budget of sets trie
 to small starts; past it the greedy error stands, saying that a plan may still exist. When
 the search ends without one, no plan exists, and the error names the partition that most
 often found no room. The repair modes (remove-brokers, fix-offline) search only the replicas
-that must leave.
+that must leave, and pool migration the replicas outside their pool.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import combinations
 from math import comb
 
@@ -35,7 +35,7 @@ class _Budget(Exception):
 
 
 def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 1_000_000,
-                 drain: bool = False) -> bool | None:
+                 leave: Callable[[int, int], bool] | None = None) -> bool | None:
     """Reset the state and place every movable partition within all limits, or raise.
 
     True when a placement was found (the state holds it); None when the start is too large
@@ -43,10 +43,11 @@ def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 1_000_000,
     did: then the state is reset and the caller's greedy error stands. Raises
     ValidationError when every assignment was tried and none fits.
 
-    With ``drain`` (the repair modes: move only what must leave) only the replicas on dead or
-    excluded brokers move, every other replica stays, and a search that finds nothing
-    returns False: the rules there only veto, and a start that breaks one already (a rack
-    over its limit) may leave a plan the strict search does not see.
+    With ``leave`` (the repair modes: move only what must leave) only the replicas of p on a
+    broker b with ``leave(p, b)`` move (dead or excluded brokers, or outside the pool), every
+    other replica stays, and a search that finds nothing returns False: the rules there only
+    veto, and a start that breaks one already (a rack over its limit) may leave a plan the
+    strict search does not see.
     """
     st = run.state
     st.reset()
@@ -54,7 +55,7 @@ def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 1_000_000,
     loads: Loads = [[0.0, 0.0, 0.0, 0.0] for _ in range(st.nb)]
     parts = []
     for p in range(st.np):
-        if run.partition_movable[p] and (not drain or not all(st.eligible[b] for b in st.replicas[p])):
+        if run.partition_movable[p] and (leave is None or any(leave(p, b) for b in st.replicas[p])):
             parts.append(p)
             continue
         for i, b in enumerate(st.replicas[p]):
@@ -62,7 +63,7 @@ def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 1_000_000,
     if len(parts) > _MOST_PARTITIONS:
         return None
     parts.sort(key=lambda p: (-st.size[p], -st.bytes_in[p], p))
-    kept = [[b for b in st.replicas[p] if st.eligible[b]] if drain else [] for p in parts]
+    kept = [[b for b in st.replicas[p] if not leave(p, b)] if leave else [] for p in parts]
     for p, keep in zip(parts, kept, strict=True):
         for b in keep:  # staying: its load is there already (a leadership it gains: _needs)
             lead = st.replicas[p][0] == b
@@ -81,7 +82,7 @@ def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 1_000_000,
     except _Budget:
         return None
     if not found:
-        if drain:
+        if leave:
             return False
         stuck = search.stuck.most_common(1)[0][0]
         raise ValidationError(_why(run, parts[stuck], len(parts)))

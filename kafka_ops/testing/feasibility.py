@@ -316,3 +316,45 @@ class _Flow:
                 self.cap[u][v] -= f
                 self.cap[v][u] += f
             total += f
+
+
+def fits_every_limit(cluster: ClusterModel, pools: PoolSet | None, max_replicas: int | None,
+                      limit: float = 0.8) -> bool:
+    """Whether some assignment puts every partition on distinct live brokers within the rack
+    rule, the pools, the replica limit and every broker's disk and network limits: every
+    assignment and every leader tried (backtracking, on clusters of a few brokers), each
+    partition's broker set checked by the same rules as the plan. A leader sends its bytes
+    out and a copy of its bytes in to each follower. Exact where the max-flow oracle says
+    "bin packing decides"."""
+    inf = float("inf")
+    live = sorted(b for b, broker in cluster.brokers.items() if broker.alive)
+    room = {}
+    for b in live:
+        cap = cluster.brokers[b].capacity
+        room[b] = [cap.disk_bytes * limit or inf, cap.network_in_bytes_per_sec * limit or inf,
+                   cap.network_out_bytes_per_sec * limit or inf,
+                   max_replicas if max_replicas is not None else inf]
+    parts = sorted(cluster, key=lambda p: (-p.size_bytes, -p.bytes_in_per_sec))
+
+    def place(i: int) -> bool:
+        if i == len(parts):
+            return True
+        p = parts[i]
+        out = p.bytes_out_per_sec + p.bytes_in_per_sec * (len(p.replicas) - 1)
+        for brokers in combinations(live, len(p.replicas)):
+            trial = cluster.with_assignment({p.tp: brokers})
+            if any(str(p.tp) in problem for problem in check_hard_goals(cluster, trial, pools)):
+                continue
+            for leader in brokers:
+                need = {b: (p.size_bytes, p.bytes_in_per_sec, out if b == leader else 0, 1) for b in brokers}
+                if any(r < n for b in brokers for r, n in zip(room[b], need[b], strict=True)):
+                    continue
+                for b in brokers:
+                    room[b] = [r - n for r, n in zip(room[b], need[b], strict=True)]
+                if place(i + 1):
+                    return True
+                for b in brokers:
+                    room[b] = [r + n for r, n in zip(room[b], need[b], strict=True)]
+        return False
+
+    return place(0)

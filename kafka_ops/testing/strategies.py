@@ -141,3 +141,34 @@ def adversarial_clusters(
         live = max(1, n - len(dead))
         max_replicas = -(-total // live) + draw(st.integers(0, 2))
     return cluster, pools, max_replicas
+
+
+@st.composite
+def tight_mixed_clusters(draw: st.DrawFn, pooled: bool | None = None
+                         ) -> tuple[ClusterModel, PoolSet | None, int | None]:
+    """Four to six brokers with every limit at once, tight enough that bin packing decides:
+    disk of 3-8 GiB, network in and out (each binding on some brokers, unknown on others),
+    brokers without a rack, maybe a dead broker, a replica limit per broker, two pools (always
+    with ``pooled``, never with False, else either); one to four partitions of 1-3 GiB,
+    0-30 MB/s in and 0-30 MB/s out, on any brokers (pools start violated)."""
+    n = draw(st.integers(4, 6))
+    racks = draw(st.lists(st.sampled_from(["a", "b", None]), min_size=n, max_size=n))
+    dead = draw(st.sampled_from([None, *range(n)]))
+    mb = 1_000_000
+    brokers = [Broker(i, racks[i], alive=i != dead, capacity=BrokerCapacity(
+        disk_bytes=draw(st.sampled_from([0, 3, 5, 8])) * GiB,
+        network_in_bytes_per_sec=draw(st.sampled_from([0, 25, 40])) * mb,
+        network_out_bytes_per_sec=draw(st.sampled_from([0, 25, 40, 60])) * mb)) for i in range(n)]
+    pools = None
+    if pooled or (pooled is None and draw(st.booleans())):
+        pools = PoolSet([Pool("x", frozenset(range(0, n, 2)), topics=("x",)),
+                         Pool("y", frozenset(range(1, n, 2)), topics=("y",))])
+    partitions = []
+    for i in range(draw(st.integers(1, 4))):
+        rf = draw(st.integers(1, 2 if pools else 3))
+        reps = tuple(draw(st.permutations(range(n)))[:rf])
+        partitions.append(Partition(draw(st.sampled_from("xy")), i, reps, leader=reps[0],
+                                    size_bytes=draw(st.sampled_from([1, 2, 3])) * GiB,
+                                    bytes_in_per_sec=draw(st.sampled_from([0, 10, 20, 30])) * mb,
+                                    bytes_out_per_sec=draw(st.sampled_from([0, 10, 20, 30])) * mb))
+    return ClusterModel(brokers, partitions), pools, draw(st.sampled_from([None, 1, 2]))

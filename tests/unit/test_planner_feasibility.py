@@ -22,8 +22,15 @@ from kafka_ops.generator import generate_cluster
 from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition, TopicPartition
 from kafka_ops.planner import PlannerOptions, plan_rebalance, plan_remove_brokers
 from kafka_ops.pools import Pool, PoolSet
-from kafka_ops.testing.feasibility import check_hard_goals, count_spread_floor, feasibility, rack_key, rack_limit
-from kafka_ops.testing.strategies import adversarial_clusters
+from kafka_ops.testing.feasibility import (
+    check_hard_goals,
+    count_spread_floor,
+    feasibility,
+    fits_every_limit,
+    rack_key,
+    rack_limit,
+)
+from kafka_ops.testing.strategies import adversarial_clusters, tight_mixed_clusters
 
 GiB = 1024**3
 
@@ -392,7 +399,7 @@ def _tight_racked_clusters(draw: st.DrawFn) -> ClusterModel:
 def test_disk_limits_refuse_a_plan_exactly_when_no_assignment_fits(cluster: ClusterModel) -> None:
     """Against every assignment tried: where one fits, the planner finds one; where none fits,
     it refuses, saying which capacity ran out."""
-    fits = _fits_every_limit(cluster, None, None)
+    fits = fits_every_limit(cluster, None, None)
     event(f"fits: {fits}")
     try:
         result = plan_rebalance(cluster)
@@ -416,92 +423,21 @@ def test_bin_packing_with_no_fit_names_the_partition_left_without_room() -> None
                             for i in range(4)],
                            [Partition("t", 0, (3, 2), leader=3, size_bytes=3 * GiB),
                             Partition("t", 1, (2, 3), leader=2, size_bytes=3 * GiB)])
-    assert not _fits_every_limit(cluster, None, None)
+    assert not fits_every_limit(cluster, None, None)
     with pytest.raises(ValidationError, match=r"^capacity: no assignment of the 2 movable partitions "
                        r".*\(every one tried\); most often t-1 "
                        r"\(3\.0 GiB, 0 B/s in\) found no 2 brokers with room"):
         plan_rebalance(cluster)
 
 
-def _fits_every_limit(cluster: ClusterModel, pools: PoolSet | None, max_replicas: int | None,
-                      limit: float = 0.8) -> bool:
-    """Whether some assignment puts every partition on distinct live brokers within the rack
-    rule, the pools, the replica limit and every broker's disk and network limits: every
-    assignment and every leader tried (backtracking, on clusters of a few brokers), each
-    partition's broker set checked by the same rules as the plan. A leader sends its bytes
-    out and a copy of its bytes in to each follower. Exact where the max-flow oracle says
-    "bin packing decides"."""
-    inf = float("inf")
-    live = sorted(b for b, broker in cluster.brokers.items() if broker.alive)
-    room = {}
-    for b in live:
-        cap = cluster.brokers[b].capacity
-        room[b] = [cap.disk_bytes * limit or inf, cap.network_in_bytes_per_sec * limit or inf,
-                   cap.network_out_bytes_per_sec * limit or inf,
-                   max_replicas if max_replicas is not None else inf]
-    parts = sorted(cluster, key=lambda p: (-p.size_bytes, -p.bytes_in_per_sec))
-
-    def place(i: int) -> bool:
-        if i == len(parts):
-            return True
-        p = parts[i]
-        out = p.bytes_out_per_sec + p.bytes_in_per_sec * (len(p.replicas) - 1)
-        for brokers in combinations(live, len(p.replicas)):
-            trial = cluster.with_assignment({p.tp: brokers})
-            if any(str(p.tp) in problem for problem in check_hard_goals(cluster, trial, pools)):
-                continue
-            for leader in brokers:
-                need = {b: (p.size_bytes, p.bytes_in_per_sec, out if b == leader else 0, 1) for b in brokers}
-                if any(r < n for b in brokers for r, n in zip(room[b], need[b], strict=True)):
-                    continue
-                for b in brokers:
-                    room[b] = [r - n for r, n in zip(room[b], need[b], strict=True)]
-                if place(i + 1):
-                    return True
-                for b in brokers:
-                    room[b] = [r + n for r, n in zip(room[b], need[b], strict=True)]
-        return False
-
-    return place(0)
-
-
-@st.composite
-def _tight_mixed_clusters(draw: st.DrawFn) -> tuple[ClusterModel, PoolSet | None, int | None]:
-    """_tight_racked_clusters' starts with every limit at once: network in and out beside disk
-    (each binding on some brokers, unknown on others), brokers without a rack, a replica limit
-    per broker, two pools; partitions of 1-3 GiB, 0-30 MB/s in and 0-30 MB/s out on any
-    brokers (pools start violated)."""
-    n = draw(st.integers(4, 6))
-    racks = draw(st.lists(st.sampled_from(["a", "b", None]), min_size=n, max_size=n))
-    dead = draw(st.sampled_from([None, *range(n)]))
-    mb = 1_000_000
-    brokers = [Broker(i, racks[i], alive=i != dead, capacity=BrokerCapacity(
-        disk_bytes=draw(st.sampled_from([0, 3, 5, 8])) * GiB,
-        network_in_bytes_per_sec=draw(st.sampled_from([0, 25, 40])) * mb,
-        network_out_bytes_per_sec=draw(st.sampled_from([0, 25, 40, 60])) * mb)) for i in range(n)]
-    pools = None
-    if draw(st.booleans()):
-        pools = PoolSet([Pool("x", frozenset(range(0, n, 2)), topics=("x",)),
-                         Pool("y", frozenset(range(1, n, 2)), topics=("y",))])
-    partitions = []
-    for i in range(draw(st.integers(1, 4))):
-        rf = draw(st.integers(1, 2 if pools else 3))
-        reps = tuple(draw(st.permutations(range(n)))[:rf])
-        partitions.append(Partition(draw(st.sampled_from("xy")), i, reps, leader=reps[0],
-                                    size_bytes=draw(st.sampled_from([1, 2, 3])) * GiB,
-                                    bytes_in_per_sec=draw(st.sampled_from([0, 10, 20, 30])) * mb,
-                                    bytes_out_per_sec=draw(st.sampled_from([0, 10, 20, 30])) * mb))
-    return ClusterModel(brokers, partitions), pools, draw(st.sampled_from([None, 1, 2]))
-
-
 @SETTINGS
-@given(_tight_mixed_clusters())
+@given(tight_mixed_clusters())
 def test_every_limit_together_refuses_a_plan_exactly_when_no_assignment_fits(case) -> None:
     """Disk, network and replica limits, racks (some brokers without one), pools and a dead
     broker at once, against every assignment and leader tried: a plan where one fits, within every limit
     and rule; a refusal, naming what ran out, where none does."""
     cluster, pools, max_replicas = case
-    fits = _fits_every_limit(cluster, pools, max_replicas)
+    fits = fits_every_limit(cluster, pools, max_replicas)
     event(f"fits: {fits}")
     try:
         result = plan(cluster, pools, max_replicas)

@@ -8,17 +8,22 @@ knows: in-flight partitions, capacity vetoes, caps, unpooled topics on pooled br
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import example as hypothesis_example
 
 from kafka_ops.cli import main
 from kafka_ops.errors import ValidationError
 from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition, TopicPartition
 from kafka_ops.plan import ReassignmentPlan
 from kafka_ops.planner import PlannerOptions, plan_migrate_pool
-from kafka_ops.pools import load_pools, migrate_to_pool, pools_from_dict
+from kafka_ops.pools import Pool, PoolSet, load_pools, migrate_to_pool, pools_from_dict
 from kafka_ops.snapshot import load_snapshot
+from kafka_ops.testing.feasibility import check_hard_goals, fits_every_limit
+from kafka_ops.testing.strategies import tight_mixed_clusters
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "kafka_ops" / "examples"
 
@@ -148,3 +153,84 @@ def test_the_move_cap_stops_the_migration_clearly() -> None:
         plan_migrate_pool(cluster, pools_from_dict(POOLS), options=PlannerOptions(max_moves=2))
     assert len(plan_migrate_pool(cluster, pools_from_dict(POOLS),
                                  options=PlannerOptions(max_moves=3)).plan) == 3
+
+
+GiB, MB = 1024**3, 1_000_000
+INF = float("inf")
+
+
+def _loads(cluster: ClusterModel) -> dict[int, list[float]]:
+    """Disk, network in, network out and replicas per live broker, from the replica lists."""
+    loads = {b: [0.0, 0.0, 0.0, 0.0] for b, broker in cluster.brokers.items() if broker.alive}
+    for p in cluster:
+        for i, b in enumerate(p.replicas):
+            if b in loads:
+                out = p.bytes_out_per_sec + p.bytes_in_per_sec * (len(p.replicas) - 1)
+                loads[b] = [v + n for v, n in zip(loads[b], (p.size_bytes, p.bytes_in_per_sec,
+                                                            out if i == 0 else 0.0, 1.0), strict=True)]
+    return loads
+
+
+def _limits(cluster: ClusterModel, b: int, max_replicas: int | None) -> list[float]:
+    cap = cluster.brokers[b].capacity
+    return [cap.disk_bytes * 0.8 or INF, cap.network_in_bytes_per_sec * 0.8 or INF,
+            cap.network_out_bytes_per_sec * 0.8 or INF, max_replicas or INF]
+
+
+def _placement_stuck() -> tuple[ClusterModel, PoolSet, None]:
+    """x-1 (on pool y's broker 1) and x-2 (broker 3, 30 MB/s out) must come into x = {0, 2, 4}.
+    The placement gave x-1 to broker 4, the one broker with network-out room for x-2 (32 MB/s
+    of it): x-1 to broker 0 and x-2 to 4 fit."""
+    return (ClusterModel([Broker(0, None, capacity=BrokerCapacity(8 * GiB, 40 * MB, 40 * MB)),
+                          Broker(1, None, capacity=BrokerCapacity(3 * GiB, 0, 60 * MB)),
+                          Broker(2, "b", capacity=BrokerCapacity(3 * GiB, 0, 40 * MB)),
+                          Broker(3, None, capacity=BrokerCapacity(5 * GiB, 40 * MB, 60 * MB)),
+                          Broker(4, "b", capacity=BrokerCapacity(5 * GiB, 0, 40 * MB))],
+                         [Partition("x", 0, (0, 3), 0, size_bytes=GiB, bytes_out_per_sec=10 * MB),
+                          Partition("x", 1, (1,), 1, size_bytes=GiB, bytes_in_per_sec=20 * MB,
+                                    bytes_out_per_sec=10 * MB),
+                          Partition("x", 2, (3,), 3, size_bytes=3 * GiB, bytes_out_per_sec=30 * MB)]),
+            PoolSet([Pool("x", frozenset({0, 2, 4}), topics=("x",)),
+                     Pool("y", frozenset({1, 3}), topics=("y",))]), None)
+
+
+def test_a_stuck_placement_falls_back_to_placing_the_replicas_outside_the_pool_exactly() -> None:
+    """The plan moves only what must leave pool y, and says why it is not the placement's."""
+    cluster, pools, _ = _placement_stuck()
+    result = plan_migrate_pool(cluster, pools)
+    assert result.plan.replicas == {TopicPartition("x", 0): (0, 4), TopicPartition("x", 1): (0,),
+                                    TopicPartition("x", 2): (4,)}
+    assert result.summary.warnings == [
+        "the migrate-pool placement and the greedy repair left a replica without room: the replicas "
+        "that must move were placed by an exhaustive search instead, every other replica left where it was"]
+
+
+@settings(max_examples=300, deadline=None, derandomize=not os.environ.get("KAFKA_OPS_HYPOTHESIS_RANDOM"),
+          suppress_health_check=[HealthCheck.too_slow])
+@given(tight_mixed_clusters(pooled=True))
+@hypothesis_example(_placement_stuck())
+def test_migration_is_planned_whenever_the_pools_fit_within_every_limit(case) -> None:
+    """From a start within every limit and the rack rule (only the pools broken), migrate-pool
+    refuses only where no assignment fits; planned, no replica on a live broker outside its
+    pool, and no broker over a limit it kept or further over one it broke."""
+    cluster, pools, max_replicas = case
+    start = _loads(cluster)
+    kept = all(v <= lim for b, load in start.items()
+               for v, lim in zip(load, _limits(cluster, b, max_replicas), strict=True))
+    kept = kept and not [problem for problem in check_hard_goals(cluster, cluster, None, max_replicas)
+                         if "dead" not in problem]
+    fits = kept and fits_every_limit(cluster, pools, max_replicas)
+    event(f"start within the limits: {kept}, fits: {fits}")
+    try:
+        result = plan_migrate_pool(cluster, pools, options=PlannerOptions(max_replicas_per_broker=max_replicas))
+    except ValidationError as e:
+        assert not fits, f"refused though an assignment fits: {e}"
+        return
+    after = cluster.with_assignment(result.plan.replicas)
+    for p in after:
+        members = pools.pools[p.topic].brokers
+        assert all(b in members for b in p.replicas if cluster.brokers[b].alive), p
+    end = _loads(after)
+    for b, load in end.items():
+        for v0, v1, lim in zip(start[b], load, _limits(cluster, b, max_replicas), strict=True):
+            assert v1 <= max(lim, v0) + 1e-6, (b, start[b], load)
