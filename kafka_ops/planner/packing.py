@@ -190,9 +190,9 @@ def _candidates(run: Run, p: int, ok: Sequence[int], keep: Sequence[int],
         came = iter(b for b in brokers if b not in old)
         made = tuple(b if b in brokers else next(came) for b in old)
         sets.append(made)
-        if leaders:
+        if leaders:  # a leadership goes where the mode lets it (add-brokers: new brokers only)
             sets.extend((b, *(x for x in made if x != b)) for b in made[1:]
-                        if st.eligible[b] and not st.demoted[b])
+                        if st.eligible[b] and not st.demoted[b] and (run.dst_ok[b] or b == old[0]))
     sets.sort(key=lambda s: sum(b not in old for b in s))  # stable: roomiest first within
     return sets
 

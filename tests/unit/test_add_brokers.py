@@ -1,0 +1,101 @@
+"""add-brokers on tight clusters, against an exhaustive check of every plan the mode allows.
+
+add-brokers moves replicas and leadership onto the new brokers only. Every limit binds at once
+here (disk, network in and out, replicas per broker, racks, a dead broker), so the tests FAIL
+when the mode refuses a cluster some such plan fits, or plans one that breaks a rule.
+"""
+
+from __future__ import annotations
+
+import os
+from itertools import combinations
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from kafka_ops.errors import ValidationError
+from kafka_ops.model import Broker, BrokerCapacity, ClusterModel
+from kafka_ops.planner import PlannerOptions, plan_add_brokers
+from kafka_ops.testing.feasibility import check_hard_goals
+from kafka_ops.testing.strategies import tight_mixed_clusters
+
+GiB, MB = 1024**3, 1_000_000
+INF = float("inf")
+
+
+def _room(cluster: ClusterModel, b: int, max_replicas: int | None) -> list[float]:
+    cap = cluster.brokers[b].capacity
+    return [cap.disk_bytes * 0.8 or INF, cap.network_in_bytes_per_sec * 0.8 or INF,
+            cap.network_out_bytes_per_sec * 0.8 or INF, INF if max_replicas is None else max_replicas]
+
+
+def _fits_with_new_brokers(cluster: ClusterModel, new: set[int], max_replicas: int | None) -> bool:
+    """Whether every partition can keep some of its replicas and put the others on new
+    brokers, led by its old leader (if kept) or a new broker, within every limit and rule:
+    every such assignment tried."""
+    live = sorted(b for b, broker in cluster.brokers.items() if broker.alive)
+    room = {b: _room(cluster, b, max_replicas) for b in live}
+    parts = sorted(cluster, key=lambda p: (-p.size_bytes, -p.bytes_in_per_sec))
+
+    def place(i: int) -> bool:
+        if i == len(parts):
+            return True
+        p = parts[i]
+        out = p.bytes_out_per_sec + p.bytes_in_per_sec * (len(p.replicas) - 1)
+        for brokers in combinations(live, len(p.replicas)):
+            if any(b not in new and b not in p.replicas for b in brokers):
+                continue
+            if any(str(p.tp) in problem
+                   for problem in check_hard_goals(cluster, cluster.with_assignment({p.tp: brokers}))):
+                continue
+            for leader in brokers:
+                if leader not in new and leader != p.replicas[0]:
+                    continue
+                need = {b: (p.size_bytes, p.bytes_in_per_sec, out if b == leader else 0.0, 1.0) for b in brokers}
+                if any(r < n for b in brokers for r, n in zip(room[b], need[b], strict=True)):
+                    continue
+                for b in brokers:
+                    room[b] = [r - n for r, n in zip(room[b], need[b], strict=True)]
+                if place(i + 1):
+                    return True
+                for b in brokers:
+                    room[b] = [r + n for r, n in zip(room[b], need[b], strict=True)]
+        return False
+
+    return place(0)
+
+
+@settings(max_examples=300, deadline=None, derandomize=not os.environ.get("KAFKA_OPS_HYPOTHESIS_RANDOM"),
+          suppress_health_check=[HealthCheck.too_slow])
+@given(tight_mixed_clusters(pooled=False), st.data())
+def test_add_brokers_is_planned_whenever_the_new_brokers_make_room(case, data) -> None:
+    """One or two empty brokers join a tight cluster (every limit binding somewhere): refused
+    only where no plan moving replicas and leadership onto them alone fits; planned, every
+    rule and limit holds and nothing lands on an old broker it was not on."""
+    cluster, _, max_replicas = case
+    n = len(cluster.brokers)
+    joined = [Broker(n + i, data.draw(st.sampled_from(["a", "b", None])), capacity=BrokerCapacity(
+        data.draw(st.sampled_from([0, 3, 5, 8])) * GiB, data.draw(st.sampled_from([0, 25, 40])) * MB,
+        data.draw(st.sampled_from([0, 25, 40, 60])) * MB)) for i in range(data.draw(st.integers(1, 2)))]
+    cluster = ClusterModel([*cluster.brokers.values(), *joined], list(cluster))
+    new = {b.id for b in joined}
+    fits = _fits_with_new_brokers(cluster, new, max_replicas)
+    event(f"fits: {fits}")
+    try:
+        result = plan_add_brokers(cluster, sorted(new), options=PlannerOptions(max_replicas_per_broker=max_replicas))
+    except ValidationError as e:
+        assert not fits, f"refused though the new brokers make room: {e}"
+        return
+    after = cluster.with_assignment(result.plan.replicas)
+    assert check_hard_goals(cluster, after, None, max_replicas) == []
+    for tp, replicas in result.plan.replicas.items():
+        old = cluster.partitions[tp].replicas
+        assert all(b in new or b in old for b in replicas), (tp, old, replicas)
+        assert replicas[0] in new or replicas[0] == old[0], (tp, old, replicas)
+    for b, broker in cluster.brokers.items():
+        if broker.alive:
+            on = [p for p in after if b in p.replicas]
+            load = [sum(p.size_bytes for p in on), sum(p.bytes_in_per_sec for p in on),
+                    sum(p.bytes_out_per_sec + p.bytes_in_per_sec * (len(p.replicas) - 1)
+                        for p in on if p.replicas[0] == b), len(on)]
+            assert all(v <= r + 1e-6 for v, r in zip(load, _room(cluster, b, max_replicas), strict=True)), b
