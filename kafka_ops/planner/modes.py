@@ -278,6 +278,14 @@ def plan_set_replication_factor(cluster: ClusterModel, topics: Sequence[str], re
                 f"{group.name!r} has {live} live brokers"
             )
 
+    flying = [str(st.tps[p]) for p in st.in_flight if movable(p)]
+    if flying:
+        more = f" and {len(flying) - 5} more" if len(flying) > 5 else ""
+        raise ValidationError(
+            f"set-rf: {len(flying)} partition(s) of the topics have a reassignment in flight "
+            f"({', '.join(flying[:5])}{more}): wait for it to finish or cancel it, then change "
+            f"the replication factor")
+
     def change(run: Run) -> None:
         change_replication_factor(run, [p for p in range(st.np) if movable(p)], replication_factor)
 

@@ -243,3 +243,14 @@ def test_raising_the_factor_by_two_fills_the_empty_rack_first() -> None:
     (replicas,) = result.plan.replicas.values()
     assert replicas[:2] == (0, 2)
     assert sorted("abc"[b % 3] for b in replicas) == ["a", "a", "b", "c"]
+
+
+def test_a_topic_with_a_reassignment_in_flight_is_refused_naming_the_partition() -> None:
+    """t-0 is moving (target 0, 2): set-rf gave it a third replica in the plan anyway while the
+    summary said partitions in flight were left as they are. Now nothing is planned."""
+    cluster = ClusterModel([_broker(b, 0) for b in range(4)],
+                           [Partition("t", 0, (0, 1, 2), leader=0, adding_replicas=(2,), removing_replicas=(1,)),
+                            _partition("t", 1, (1, 2), 1)])
+    with pytest.raises(ValidationError, match=r"^set-rf: 1 partition\(s\) of the topics have a reassignment in "
+                                              r"flight \(t-0\): wait for it to finish or cancel it"):
+        plan_set_replication_factor(cluster, ["t"], 3)
