@@ -52,6 +52,19 @@ def _drained(st: WorkingState) -> Callable[[int, int], bool]:
     return lambda p, b: not st.eligible[b]
 
 
+def _refuse_in_flight(st: WorkingState, what: str, involved: Callable[[int], bool], how: str) -> None:
+    """Refuse a request that partitions in flight stand in the way of (planned from their
+    target replicas, they may not change): a broker left holding a replica, or a topic left
+    half at its old replication factor, is not what was asked for. Where they are not involved,
+    they are left as they are, with a warning."""
+    flying = [str(st.tps[p]) for p in st.in_flight if involved(p)]
+    if flying:
+        more = f" and {len(flying) - 5} more" if len(flying) > 5 else ""
+        raise ValidationError(
+            f"{what}: {len(flying)} partition(s) with a reassignment in flight {how} "
+            f"({', '.join(flying[:5])}{more}): wait for it to finish or cancel it, then plan again")
+
+
 def _brokers(cluster: ClusterModel, brokers: Sequence[int], what: str) -> list[int]:
     if not brokers:
         raise ValidationError(f"{what}: name at least one broker")
@@ -105,6 +118,8 @@ def plan_remove_brokers(cluster: ClusterModel, brokers: Sequence[int], pools: Po
     gone = _brokers(cluster, brokers, "remove-brokers")
     st = WorkingState(cluster, pools, excluded=gone)
     _check_room(st, "remove-brokers")
+    _refuse_in_flight(st, "remove-brokers", lambda p: any(st.excluded[b] for b in st.replicas[p]),
+                      "keep a replica on the brokers to remove")
     return optimize(st, options, "remove-brokers", soft=False, fix=_DRAIN, leave=_drained(st))
 
 
@@ -117,6 +132,8 @@ def plan_demote(cluster: ClusterModel, brokers: Sequence[int], pools: PoolSet | 
     """
     demoted = _brokers(cluster, brokers, "demote")
     st = WorkingState(cluster, pools, demoted=demoted)
+    _refuse_in_flight(st, "demote", lambda p: st.demoted[st.replicas[p][0]],
+                      "keep their preferred leader on the brokers to demote")
 
     def hand_off(run: Run) -> None:
         """Warn about partitions that cannot lose leadership without moving data; hand off
@@ -278,13 +295,7 @@ def plan_set_replication_factor(cluster: ClusterModel, topics: Sequence[str], re
                 f"{group.name!r} has {live} live brokers"
             )
 
-    flying = [str(st.tps[p]) for p in st.in_flight if movable(p)]
-    if flying:
-        more = f" and {len(flying) - 5} more" if len(flying) > 5 else ""
-        raise ValidationError(
-            f"set-rf: {len(flying)} partition(s) of the topics have a reassignment in flight "
-            f"({', '.join(flying[:5])}{more}): wait for it to finish or cancel it, then change "
-            f"the replication factor")
+    _refuse_in_flight(st, "set-rf", movable, "belong to the topics")
 
     def change(run: Run) -> None:
         change_replication_factor(run, [p for p in range(st.np) if movable(p)], replication_factor)

@@ -253,3 +253,20 @@ def test_demote_warns_about_partitions_that_cannot_lose_leadership_without_movin
     assert "t-1" not in warning
     assert "warning: " + warning in result.summary.format_text()
     assert result.summary.to_dict()["warnings"] == [warning]
+
+
+def test_maintenance_that_a_reassignment_in_flight_stands_in_the_way_of_is_refused() -> None:
+    """t-0 is moving to (1, 0), keeping broker 1 as its leader: removing or demoting broker 1
+    cannot finish while it is in flight (the plan may not touch it), so neither is planned
+    half-done; demoting broker 2, which it does not involve, is planned and warns."""
+    c = ClusterModel([Broker(i, None) for i in range(5)], [
+        Partition("t", 0, (1, 0, 3), leader=1, adding_replicas=(0,), removing_replicas=(3,)),
+        Partition("t", 1, (1, 2), leader=1), Partition("t", 2, (2, 4), leader=2)])
+    for plan in (lambda: plan_remove_brokers(c, [1]), lambda: plan_demote(c, [1])):
+        with pytest.raises(ValidationError, match=r": 1 partition\(s\) with a reassignment in flight keep "
+                                                  r"(a replica|their preferred leader) on the brokers to "
+                                                  r"(remove|demote) \(t-0\): wait for it to finish or cancel"):
+            plan()
+    result = plan_demote(c, [2])
+    assert result.plan.replicas == {("t", 2): (4, 2)}
+    assert "t-0" in result.summary.warnings[0]

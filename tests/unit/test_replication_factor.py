@@ -251,6 +251,6 @@ def test_a_topic_with_a_reassignment_in_flight_is_refused_naming_the_partition()
     cluster = ClusterModel([_broker(b, 0) for b in range(4)],
                            [Partition("t", 0, (0, 1, 2), leader=0, adding_replicas=(2,), removing_replicas=(1,)),
                             _partition("t", 1, (1, 2), 1)])
-    with pytest.raises(ValidationError, match=r"^set-rf: 1 partition\(s\) of the topics have a reassignment in "
-                                              r"flight \(t-0\): wait for it to finish or cancel it"):
+    with pytest.raises(ValidationError, match=r"^set-rf: 1 partition\(s\) with a reassignment in flight belong "
+                                              r"to the topics \(t-0\): wait for it to finish or cancel it"):
         plan_set_replication_factor(cluster, ["t"], 3)
