@@ -1,15 +1,15 @@
 """The replica count goal: per-broker replica counts within bounds, with as few moves as they need.
 
 It makes most of a plan's moves, so it picks which replica moves with the later goals in mind
-(disk and per-topic spread); split from balance.py, whose BalanceGoal it specialises.
+(disk and per-topic spread); split from balance.py, whose BalanceGoal it specialises. Its
+replica indexes are in replica_index.py, what the rack rule forces on the counts in
+replica_racks.py.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
@@ -17,7 +17,9 @@ import numpy as np
 
 from kafka_ops.planner.balance import _SCAN, BalanceGoal
 from kafka_ops.planner.context import Run
-from kafka_ops.planner.hard import CapacityGoal, rack_forced, rack_room
+from kafka_ops.planner.hard import CapacityGoal
+from kafka_ops.planner.replica_index import BySize, TopicIndex, sort_replicas
+from kafka_ops.planner.replica_racks import SHORT, forced_range, short_racks
 from kafka_ops.planner.state import WorkingState
 from kafka_ops.planner.topic_first import topic_first
 from kafka_ops.planner.trades import RackRoom
@@ -25,10 +27,8 @@ from kafka_ops.planner.trades import RackRoom
 _NEAREST = 32  # replicas nearest the ideal size the replica count goal weighs per move
 _TAKER_WEIGHT = 0.3  # how much the receiving broker's disk wish counts against the giver's ...
 _FULL_TAKER_WEIGHT = 3.0  # ... and a receiving broker's already at or above the mean disk
-_TOPICS = 8  # a source's fullest topics the replica count goal weighs per move
-_TOPIC_SCAN = 100  # ... looked for among this many of them (the rest the taker has enough of)
+_TOPICS = 8  # a source's fullest topics (TopicIndex.fullest) the replica count goal weighs per move
 _MISSES = 16  # ... giving up after this many in a row that the taker holds enough of
-_REORDER = 32  # moves off a broker before its fullest-topics order is recomputed
 _GAIN = 10  # topic evening-out beyond this many replicas counts the same
 _FAR = 2.0  # a replica this many "near" widths from the ideal size ...
 _FAR_COST = 3  # ... counts as evening its topic out by this many replicas less (disk first)
@@ -40,15 +40,6 @@ _RELAYS = 48  # (taker, third broker) pairs a source with no direct move tries a
 _HOPS = 4  # ... then chains of up to this many moves (_chain) ...
 _CHAIN_TRIES = 256  # ... asking this many (giver, receiver) pairs at most
 _EXCHANGE_TRIES = 8  # large replicas of a full taker weighed for an exchange (_exchange)
-# A rack above its share of replicas with fewer than this many times the excess in replicas
-# that may leave it keeps those for moves to other racks (_short_racks; the crowded-medium
-# seeds 0-47 have 1.3-2.1x, the medium ones 15x and more) ...
-_SHORT = 4
-# ... and a rack above its share of disk too, with fewer than this many times, whose replicas
-# that may leave carry this many times its disk excess (it must shed that in them, and the
-# scarcest choice decides whether small or giant ones do)
-_SHORT_HEAVY = 1.7
-_CARRY = 1.3
 # A scarce rack whose replicas that may cross carry this many times its disk excess sheds the
 # smallest of them too (_shed_scarce_racks): left to the givers, who pick by topic, the large
 # ones went and the rack fell far below its share (crowded-medium seed 560: a rack 0.19 x the
@@ -56,83 +47,6 @@ _CARRY = 1.3
 _SKEWED = 5.0
 _TAKERS_TRIED = 3  # a rack's emptiest takers a source weighs per move (2: spread / 2x floor 1.006,
 # mean of seeds 0-7 of medium and crowded-medium; 3: 0.996; 4: 1.004)
-
-
-class _BySize:
-    """Replicas (size, partition) sorted by size, with the sizes alone beside them: bisecting a
-    list of floats is several times faster than one of tuples, and this is searched per move."""
-
-    __slots__ = ("items", "xs")
-
-    def __init__(self, items: list[tuple[float, int]], xs: list[float] | None = None) -> None:
-        self.items = items  # sorted
-        self.xs = [x for x, _ in items] if xs is None else xs
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def nearest(self, target: float, n: int) -> list[tuple[float, int]]:
-        """Up to n entries nearest to target, nearest first (ties: the smaller first)."""
-        xs, items = self.xs, self.items
-        size = len(xs)
-        hi = bisect_left(xs, target)
-        lo = hi - 1
-        out: list[tuple[float, int]] = []
-        while len(out) < n:
-            if lo >= 0 and (hi >= size or target - xs[lo] <= xs[hi] - target):
-                out.append(items[lo])
-                lo -= 1
-            elif hi < size:
-                out.append(items[hi])
-                hi += 1
-            else:
-                break
-        return out
-
-    def remove(self, x: float, p: int) -> None:
-        xs, items = self.xs, self.items
-        i = bisect_left(xs, x)
-        while i < len(xs) and xs[i] == x:
-            if items[i][1] == p:
-                del xs[i]
-                del items[i]
-                return
-            i += 1
-
-
-class _Sorted(NamedTuple):
-    """Replicas sorted by a key (a broker, or topic * nb + broker), then size, then partition;
-    ``keys[i]`` owns ``xs``/``parts`` from ``starts[i]`` to ``ends[i]``."""
-
-    keys: list[int]
-    starts: list[int]
-    ends: list[int]
-    xs: list[float]
-    parts: list[int]
-
-    def slice(self, i: int) -> _BySize:
-        lo, hi = self.starts[i], self.ends[i]
-        x = self.xs[lo:hi]
-        return _BySize(list(zip(x, self.parts[lo:hi], strict=True)), x)
-
-
-def _sort(st: WorkingState, on: Mapping[int, Sequence[int]], per_topic: bool) -> _Sorted:
-    """Sorted in numpy: this indexes every movable replica (1.3 million on the largest
-    benchmark), and sorting tuples in Python took seconds."""
-    brokers = np.fromiter(on, dtype=np.int64, count=len(on))
-    lengths = np.fromiter((len(on[b]) for b in on), dtype=np.int64, count=len(on))
-    parts = np.fromiter((p for b in on for p in on[b]), dtype=np.int64, count=int(lengths.sum()))
-    keys = np.repeat(brokers, lengths)
-    if per_topic:
-        keys = np.asarray(st.topic, dtype=np.int64)[parts] * st.nb + keys
-    sizes = [st.size[p] for p in parts.tolist()]
-    order = np.lexsort((parts, np.asarray(sizes, dtype=np.float64), keys))
-    keys = keys[order]
-    cuts = (np.flatnonzero(np.diff(keys)) + 1).tolist()
-    starts, ends = [0, *cuts], [*cuts, len(keys)]
-    return _Sorted(keys[starts].tolist() if len(keys) else [], starts if len(keys) else [],
-                   ends if len(keys) else [], [sizes[i] for i in order.tolist()],
-                   parts[order].tolist())
 
 
 class ReplicaCountGoal(BalanceGoal):
@@ -149,14 +63,14 @@ class ReplicaCountGoal(BalanceGoal):
 
     def bounds(self, run: Run, g: int) -> tuple[float, float]:
         """The floor and ceiling of the mean, unless a rack must hold more than the ceiling on
-        each of its brokers or may hold less than the floor (_forced_range): then the narrowest
+        each of its brokers or may hold less than the floor (forced_range): then the narrowest
         range any plan reaches, between such racks and the other brokers' mean. The reason is set each
         time the bounds settle: bounds measured before the hard goals moved a dead broker's
         replicas off are cleared, and so must be a rack that looked forced then."""
         key = (self.name, g)
         if key not in run.bounds:
             lo, hi = super().bounds(run, g)
-            forced = _forced_range(run, g, int(lo), int(hi))
+            forced = forced_range(run, g, int(lo), int(hi))
             if forced is not None:
                 run.bounds[key] = forced[:2]
             run.memo[("replica_count:forced", g)] = forced[2] if forced is not None else None
@@ -184,15 +98,15 @@ class ReplicaCountGoal(BalanceGoal):
         on = run.movable_replicas()
         if len(st.groups) > 1:
             on = [[p for p in ps if st.group_of(p) == g] for ps in on]
-        by_broker = _sort(st, {b: on[b] for b in brokers}, per_topic=False)
-        cands = {b: _BySize([]) for b in brokers}
+        by_broker = sort_replicas(st, {b: on[b] for b in brokers}, per_topic=False)
+        cands = {b: BySize([]) for b in brokers}
         cands.update((b, by_broker.slice(i)) for i, b in enumerate(by_broker.keys))
         lo, hi = self.bounds(run, g)
         n = len(brokers)
         limit_of = CapacityGoal().limits
         mean = _Means(sum(st.count[b] for b in brokers) / n, sum(st.disk[b] for b in brokers) / n,
-                      *_short_racks(st, brokers, on), [limit_of(run, b)[0] for b in range(st.nb)])
-        topics = _TopicIndex(st, cands)
+                      *short_racks(st, brokers, on), [limit_of(run, b)[0] for b in range(st.nb)])
+        topics = TopicIndex(st, cands)
         self._topic_steps(run, brokers, cands, mean, topics, lo, hi)
         if not self._shed_scarce_racks(run, brokers, cands, mean, topics, hi):
             return
@@ -203,8 +117,8 @@ class ReplicaCountGoal(BalanceGoal):
             self._exchange(run, brokers, cands, topics, lo, same_rack=True)
             self._fill_to_bounds(run, brokers, cands, mean, topics, lo, hi)
 
-    def _fill_to_bounds(self, run: Run, brokers: Sequence[int], cands: Mapping[int, _BySize],
-                        mean: _Means, topics: _TopicIndex, lo: float, hi: float) -> bool:
+    def _fill_to_bounds(self, run: Run, brokers: Sequence[int], cands: Mapping[int, BySize],
+                        mean: _Means, topics: TopicIndex, lo: float, hi: float) -> bool:
         """Brokers above the upper bound give to the emptiest; then brokers below the lower
         bound take from the fullest. Each move fixes one unit of imbalance: the count minimum.
         False when the plan's move budget ran out."""
@@ -229,8 +143,8 @@ class ReplicaCountGoal(BalanceGoal):
                     return False
         return True
 
-    def _exchange(self, run: Run, brokers: Sequence[int], cands: Mapping[int, _BySize],
-                  topics: _TopicIndex, lo: float, same_rack: bool = False) -> None:
+    def _exchange(self, run: Run, brokers: Sequence[int], cands: Mapping[int, BySize],
+                  topics: TopicIndex, lo: float, same_rack: bool = False) -> None:
         """Takers left below the lower bound (at their disk limit, mostly): each takes a giver's
         smallest replicas for one large replica of its own, its count up, its disk in its limit.
 
@@ -268,7 +182,7 @@ class ReplicaCountGoal(BalanceGoal):
                         on[a].remove(p)
                         on[b].append(p)
 
-    def _exchange_moves(self, run: Run, s: int, t: int, on_t: Sequence[int], from_s: _BySize,
+    def _exchange_moves(self, run: Run, s: int, t: int, on_t: Sequence[int], from_s: BySize,
                         lo: float) -> list[tuple[int, int, int]] | None:
         """One of t's largest replicas to s and as many of s's smallest to t as t's disk takes
         (two at least, neither count crossing the lower bound), every veto agreeing; None if none."""
@@ -304,16 +218,16 @@ class ReplicaCountGoal(BalanceGoal):
                 moves.pop()  # s's disk may refuse the large one for too few
         return None
 
-    def _shed_scarce_racks(self, run: Run, brokers: Sequence[int], cands: Mapping[int, _BySize],
-                           mean: _Means, topics: _TopicIndex, hi: float) -> bool:
-        """A rack above its share of replicas with fewer than _SHORT times the excess in
+    def _shed_scarce_racks(self, run: Run, brokers: Sequence[int], cands: Mapping[int, BySize],
+                           mean: _Means, topics: TopicIndex, hi: float) -> bool:
+        """A rack above its share of replicas with fewer than SHORT times the excess in
         replicas that may leave it (of partitions with fewer replicas than there are racks)
         first sends its excess to other racks in those, from whichever of its brokers holds
         them, to the emptiest brokers that may take them: the smallest when they carry its
         disk excess (a rack at about its share of disk) or _SKEWED times it, the largest when
         even all of them carry less (a rack that must shed all the disk it can). Moves inside
         the rack then even its brokers out. Other racks shed as the givers choose (_fill,
-        _short_racks). False when the plan's move budget ran out.
+        short_racks). False when the plan's move budget ran out.
 
         Left to the givers, the fullest brokers sent all their own such replicas, of any size,
         while others sat on brokers with nothing to give. Crowded-medium seed 371 (unseen until
@@ -344,7 +258,7 @@ class ReplicaCountGoal(BalanceGoal):
                 continue
             crossers = sorted((x, p, b) for b in members for x, p in cands[b].items
                               if len(st.replicas[p]) < n_racks)
-            if len(crossers) >= _SHORT * excess:
+            if len(crossers) >= SHORT * excess:
                 continue
             disk_excess = sum(st.disk[b] for b in members) - mean.disk * len(members)
             carried = sum(x for x, _, _ in crossers)
@@ -382,8 +296,8 @@ class ReplicaCountGoal(BalanceGoal):
                     heapq.heappush(takers, (st.count[d], d))
         return True
 
-    def _topic_steps(self, run: Run, brokers: Sequence[int], cands: Mapping[int, _BySize],
-                     mean: _Means, topics: _TopicIndex, lo: float, hi: float) -> None:
+    def _topic_steps(self, run: Run, brokers: Sequence[int], cands: Mapping[int, BySize],
+                     mean: _Means, topics: TopicIndex, lo: float, hi: float) -> None:
         """The topic-led first phase (topic_first.py), picking each replica as _choose would
         for its disk: the one of the topic nearest the ideal size, not far from it unless it
         fits both brokers' disk gaps."""
@@ -421,8 +335,8 @@ class ReplicaCountGoal(BalanceGoal):
 
         topic_first(run, brokers, lo, hi, pick, moved)
 
-    def _fill(self, run: Run, brokers: Sequence[int], cands: Mapping[int, _BySize],
-              srcs: list[tuple[int, int]], mean: _Means, topics: _TopicIndex, limit: float,
+    def _fill(self, run: Run, brokers: Sequence[int], cands: Mapping[int, BySize],
+              srcs: list[tuple[int, int]], mean: _Means, topics: TopicIndex, limit: float,
               fill: float, cap: int) -> bool:
         """Moves from the brokers in ``srcs`` (a heap, fullest first) while they are above
         ``limit``, to the brokers below ``fill``; False when the plan's move budget ran out."""
@@ -494,8 +408,8 @@ class ReplicaCountGoal(BalanceGoal):
             heapq.heappush(srcs, item)
         return True
 
-    def _stuck(self, run: Run, brokers: Sequence[int], cands: Mapping[int, _BySize], s: int,
-               dsts: dict[int, list[tuple[int, int]]], mean: _Means, topics: _TopicIndex,
+    def _stuck(self, run: Run, brokers: Sequence[int], cands: Mapping[int, BySize], s: int,
+               dsts: dict[int, list[tuple[int, int]]], mean: _Means, topics: TopicIndex,
                limit: float) -> tuple[int, int, list[tuple[int, int, int]], int] | None:
         """For a source none of whose original replicas may go to any taker: its replica p
         and where it goes (a taker t, or a third broker m whose replica q goes to t: m's count
@@ -570,8 +484,8 @@ class ReplicaCountGoal(BalanceGoal):
             heapq.heapify(heap)
         return found
 
-    def _choose(self, run: Run, by_size: _BySize, s: int, d: int, mean: _Means,
-                topics: _TopicIndex, limit: float, cap: int, exhaustive: bool = False,
+    def _choose(self, run: Run, by_size: BySize, s: int, d: int, mean: _Means,
+                topics: TopicIndex, limit: float, cap: int, exhaustive: bool = False,
                 vet: bool = False, only: Sequence[tuple[float, int]] | None = None
                 ) -> _Choice | None:
         """The best replicas to move from s to d: the best one, and while both brokers are far
@@ -778,8 +692,8 @@ def _chain(one: Callable[[int, int], int | None], s: int, takers: Sequence[int],
     return None
 
 
-def _relay(run: Run, chain: Sequence[tuple[int, int, int]], cands: Mapping[int, _BySize],
-           topics: _TopicIndex) -> bool | None:
+def _relay(run: Run, chain: Sequence[tuple[int, int, int]], cands: Mapping[int, BySize],
+           topics: TopicIndex) -> bool | None:
     """Make a relay's moves (q, from, to), in order; False (nothing changed) when one is no
     longer allowed after those before it (they can share a partition), None when the plan's
     move budget ran out first. Tried first and taken back, so that the indexes follow only a
@@ -814,7 +728,7 @@ class _Choice(NamedTuple):
     partitions: list[int]  # the best first, then the others picked with it
 
 
-def _wish(st: WorkingState, by_size: _BySize, s: int, d: int, mean: _Means
+def _wish(st: WorkingState, by_size: BySize, s: int, d: int, mean: _Means
           ) -> tuple[float, float, float, int, float]:
     """What size of replica a move from s to d should carry: (the ideal size, the width "near"
     it, the room both disks leave, what a replica beyond "near" and the room costs, the size
@@ -879,134 +793,8 @@ def _wish(st: WorkingState, by_size: _BySize, s: int, d: int, mean: _Means
     return desired, near, room, far_cost, fit
 
 
-def _short_racks(st: WorkingState, brokers: Sequence[int], on: Sequence[Sequence[int]]
-                 ) -> tuple[dict[int, list[int]], set[int], set[int]]:
-    """The brokers of each rack; the racks short of replicas that may leave them: above
-    their share of replicas, at or below their share of disk, with fewer than _SHORT times
-    the excess in replicas of partitions with fewer replicas than there are racks (only such
-    a partition surely has a rack to go to); and the racks that keep those replicas for moves
-    to other racks: the short ones, and those above their share of disk too with fewer than
-    _SHORT_HEAVY times the excess.
-
-    Such a rack (a replica of every RF-3 partition, beside few RF-2 giants) sheds its excess
-    in what may cross. Moves inside it, to its new brokers, spent that first; the rest left
-    in whatever still crossed, however large, and the disk goal copied most of it back:
-    crowded-medium seed 43 sent 32 of the rack's 52 giants out (bytes 1.647 x the bound; with
-    the rule 1.149, moves 1.053 -> 1.036).
-
-    A rack above its share of disk sheds that excess in them too, so giants crossing there
-    are partly what the disk needs: it keeps them only when they are scarcer and carry its
-    excess with room to spare (_CARRY). Crowded-medium seed 273: 1.48x the excess, carrying
-    3.7x the disk excess; moves inside used the small ones up, and 81 GB replicas crossed
-    after the rack had shed its disk excess (bytes 1.112 -> 1.079 x the bound; seed 175 1.135
-    -> 1.076). One whose replicas that may cross cannot carry its excess is left alone: the
-    disk goal sheds what it can in the small ones that moves inside the rack made free to
-    move again (crowded-medium seed 25 with the rule there: disk 1.034); at 1.8x and more the
-    rule moved as many bytes on average, some seeds more (73: 1.082 -> 1.104). Chosen on seeds
-    0-271; on seeds 288-367, unseen until then: bytes 1.047 -> 1.042 x the bound on average,
-    the worst 1.194 -> 1.089 (seed 354; 333: 1.112 -> 1.068).
-    """
-    racks: dict[int, list[int]] = {}
-    for b in brokers:
-        racks.setdefault(st.rack[b], []).append(b)
-    if len(racks) < 2:
-        return racks, set(), set()
-    mean = sum(st.count[b] for b in brokers) / len(brokers)
-    mean_disk = sum(st.disk[b] for b in brokers) / len(brokers)
-    short, keep = set(), set()
-    for r, members in racks.items():
-        excess = sum(st.count[b] for b in members) - mean * len(members)
-        if excess <= 0:
-            continue
-        disk_excess = sum(st.disk[b] for b in members) - mean_disk * len(members)
-        crossing = [p for b in members for p in on[b] if len(st.replicas[p]) < len(racks)]
-        if disk_excess <= 0:
-            if len(crossing) < _SHORT * excess:
-                short.add(r)
-                keep.add(r)
-        elif (len(crossing) < _SHORT_HEAVY * excess
-              and sum(st.size[p] for p in crossing) >= _CARRY * disk_excess):
-            keep.add(r)
-    return racks, short, keep
-
-
-def _forced_range(run: Run, g: int, lo: int, hi: int) -> tuple[int, int, str] | None:
-    """(lowest, highest, why) when the rack rule keeps group g's replica counts from lo..hi,
-    else None.
-
-    A partition with rf replicas puts at least rf - (what the other racks may hold) in each
-    rack (rack_forced) and at most rack_limit (rack_room): with three racks and RF 3, exactly
-    one. A rack with fewer brokers than the others (a dead broker's, say) then holds more per
-    broker than the mean: crowded-medium seed 337 has 8,798 such replicas on a rack of 7
-    brokers, 1,256.9 each against a mean of 1,252.1. Held to the ceiling of the mean, the count
-    goal left that rack at 1,260 and brokers it could not fill at 1,236 (max - min 24); from the
-    others' mean (1,250) to the rack's ceiling (1,257) it reaches the best there is. A rack with
-    more brokers than the others holds less: 13 brokers in racks of 5, 4 and 3 (rack b's fourth
-    dead), and rack a may hold 5,000 of 13,907 replicas, 1,000 per broker; held to the floor of
-    the others' mean, 1,111, its two new brokers stayed at 834 (max - min 470, where 303 is the
-    best). The range is the narrowest L..U where every rack's total fits both (_fits), around
-    the mean.
-    """
-    st = run.state
-    brokers = run.group_brokers(g)
-    racks = Counter(st.rack[b] for b in brokers)
-    need = {r: round(v) for r, v in rack_forced(run, g).items()}
-    if not need:
-        return None
-    room = rack_room(run, g)
-    total = sum(st.count[b] for b in brokers)
-    mean = total / len(brokers)
-    if _fits(racks, need, room, total, lo, hi):
-        return None
-
-    def lowest(d: int) -> int | None:
-        """The L nearest the mean for which L..L + d fits, if any."""
-        return next((low for low in sorted(range(max(0, hi - d), lo + 1), key=lambda x: abs(x + d / 2 - mean))
-                     if _fits(racks, need, room, total, low, low + d)), None)
-
-    # The least d by bisection: a range that fits still fits widened (racks of 5, 4 and 3 need
-    # d = 303; trying each d in turn took 0.2 s per measure of the bounds).
-    a, b = hi - lo + 1, total
-    if a > b or lowest(b) is None:  # a dead broker still holds replicas the racks must hold: the
-        return None  # hard goals move them first, and the bounds are measured again after
-    while a < b:
-        m = (a + b) // 2
-        if lowest(m) is None:
-            a = m + 1
-        else:
-            b = m
-    bottom = lowest(a)
-    assert bottom is not None
-    top = bottom + a
-
-    def members(r: int) -> str:
-        return ", ".join(str(st.broker_ids[b]) for b in brokers if st.rack[b] == r)
-
-    high = [r for r in racks if need[r] > mean * racks[r]]
-    short = [r for r in racks if room[r] < mean * racks[r]]
-    reasons = [f"the rack of brokers {members(r)} must hold {need[r]:,} replicas ({need[r] / racks[r]:,.1f} per "
-               f"broker against a mean of {mean:,.1f}; the other racks may not hold more of those partitions)"
-               for r in sorted(high, key=lambda r: -need[r] / racks[r])[:1]]
-    reasons += [f"the rack of brokers {members(r)} may hold {room[r]:,} replicas at most ({room[r] / racks[r]:,.1f} "
-                f"per broker against a mean of {mean:,.1f}; the rack rule allows it no more of any partition)"
-                for r in sorted(short, key=lambda r: room[r] / racks[r])[:1]]
-    end = (f"so the other brokers end at {bottom:,} or more" if not short
-           else f"so brokers end between {bottom:,} and {top:,}")
-    why = f"replica_count: max-min {top - bottom} at best, not 1: {'; '.join(reasons)}, {end}"
-    return bottom, top, why
-
-
-def _fits(racks: Mapping[int, int], need: Mapping[int, int], room: Mapping[int, int], total: int,
-          low: int, high: int) -> bool:
-    """Whether each rack r may hold a total within need[r]..room[r] and low..high per broker,
-    the totals adding up to ``total``."""
-    least = [max(need[r], low * n) for r, n in racks.items()]
-    most = [min(room[r], high * n) for r, n in racks.items()]
-    return all(a <= b for a, b in zip(least, most, strict=True)) and sum(least) <= total <= sum(most)
-
-
 def _crossing_kept(st: WorkingState, s: int, d: int, mean: _Means) -> int:
-    """For a move inside a rack that keeps its replicas that may cross (_short_racks) while it
+    """For a move inside a rack that keeps its replicas that may cross (short_racks) while it
     is still above its share: replicas of partitions with fewer replicas than this stay for the
     moves to other racks. 0: no such rule."""
     r = st.rack[s]
@@ -1016,141 +804,6 @@ def _crossing_kept(st: WorkingState, s: int, d: int, mean: _Means) -> int:
     return len(mean.racks) if sum(st.count[b] for b in members) > mean.replicas * len(members) else 0
 
 
-class _TopicIndex:
-    """Per broker and topic, the movable replicas by size; per broker, its topics fullest first.
-
-    Lets the replica count goal look at the replicas of the topics a source holds most of
-    without scanning all of its replicas. The fullest-first order is refreshed every
-    ``_REORDER`` moves off the broker (a heuristic order: stale by a few replicas at most).
-    """
-
-    def __init__(self, st: WorkingState, cands: Mapping[int, _BySize]) -> None:
-        self.st = st
-        # Each topic's replicas per broker of the group, on average (the balanced count).
-        topic = np.asarray(st.topic, dtype=np.int64)
-        rf = np.fromiter(map(len, st.replicas), dtype=np.int64, count=st.np)
-        n = max(1, len(cands))
-        self.mean = (np.bincount(topic, weights=rf) / n).tolist()
-        # ... and its leaders per broker: moving a leader replica moves the leadership too.
-        self.lead_mean = (np.bincount(topic) / n).tolist()
-        nb = st.nb
-        # Per topic and broker, the replicas by size: built when first asked for (most are
-        # never: only a giver's fullest topics are), from one sort of them all.
-        self._sorted = _sort(st, {b: [p for _, p in lst.items] for b, lst in cands.items()},
-                             per_topic=True)
-        self._where = {key: i for i, key in enumerate(self._sorted.keys)}
-        self._on: dict[int, _BySize] = {}
-        topics_of = _topics_by_size(st, cands)
-        # Per broker, its topics as arrays (in first-seen order): topic, mean, current count, and
-        # whether the topic is still in the running; where each topic sits in them.
-        counts = st.topic_count
-        self._topics: dict[int, np.ndarray] = {}
-        self._means: dict[int, np.ndarray] = {}
-        self._counts: dict[int, np.ndarray] = {}
-        self._live: dict[int, np.ndarray] = {}
-        self._slot: dict[int, dict[int, int]] = {}
-        for b, ts in topics_of.items():
-            self._topics[b] = np.array(ts, dtype=np.int64)
-            self._means[b] = np.array([self.mean[t] for t in ts], dtype=np.float64)
-            self._counts[b] = np.array([counts[t * nb + b] for t in ts], dtype=np.int64)
-            self._live[b] = np.ones(len(ts), dtype=bool)
-            self._slot[b] = {t: i for i, t in enumerate(ts)}
-        self._topics_seen = topics_of  # for tests: each broker's topics, first-seen order
-        # Per broker, its replicas and leaders per topic: the state's dicts keyed by topic and
-        # broker together hold millions of entries, and a lookup in one that size misses the
-        # CPU caches; a move's two brokers' own dicts stay in them.
-        self.count_on = _per_broker(counts, nb)
-        self.lead_on = _per_broker(st.topic_leaders, nb)
-        self._order: dict[int, list[int]] = {}
-        self._age: dict[int, int] = {}
-
-    def holds(self, t: int, b: int) -> bool:
-        """Whether b started with movable replicas of t (on() knows them)."""
-        return t * self.st.nb + b in self._where
-
-    def on(self, t: int, b: int) -> _BySize:
-        """b's movable replicas of topic t, by size."""
-        key = t * self.st.nb + b
-        got = self._on.get(key)
-        if got is None:
-            got = self._sorted.slice(self._where[key])
-            replicas = self.st.replicas
-            # Those that left b since the index was built (a replica moves once in this goal).
-            got = _BySize([(x, p) for x, p in got.items if b in replicas[p]])
-            self._on[key] = got
-        return got
-
-    def fullest(self, b: int) -> list[int]:
-        if b not in self._order or self._age.get(b, 0) >= _REORDER:
-            if b not in self._topics:
-                self._order[b] = []
-            else:
-                live = self._live[b]
-                counts = self._counts[b]
-                # A topic b holds one replica of never evens out by leaving b: dropped for good
-                # (b only gives in this goal; what it receives could not move again anyway).
-                live &= counts >= 2
-                sel = np.flatnonzero(live)
-                excess = counts[sel] - self._means[b][sel]
-                # Fullest first; equal excess in first-seen order (a stable sort, as sorted()).
-                order = sel[np.argsort(-excess, kind="stable")[:_TOPIC_SCAN]]
-                self._order[b] = self._topics[b][order].tolist()
-            self._age[b] = 0
-        return self._order[b]
-
-    def moved(self, p: int, src: int, dst: int) -> None:
-        """p's replica moved from src to dst: both brokers' topic counts follow topic_count."""
-        t = self.st.topic[p]
-        on_src, on_dst = self.count_on[src], self.count_on[dst]
-        on_src[t] -= 1
-        on_dst[t] = on_dst.get(t, 0) + 1
-        if self.st.replicas[p][0] == dst:  # the leadership went along
-            on_src, on_dst = self.lead_on[src], self.lead_on[dst]
-            on_src[t] -= 1
-            on_dst[t] = on_dst.get(t, 0) + 1
-        for b, d in ((src, -1), (dst, 1)):
-            slot = self._slot.get(b)
-            if slot is not None:
-                i = slot.get(t)
-                if i is not None:
-                    self._counts[b][i] += d
-
-    def forget(self, b: int, p: int) -> None:
-        lst = self._on.get(self.st.topic[p] * self.st.nb + b)
-        if lst:
-            lst.remove(self.st.size[p], p)
-        self._age[b] = self._age.get(b, 0) + 1
-
-
-def _topics_by_size(st: WorkingState, cands: Mapping[int, _BySize]) -> dict[int, list[int]]:
-    """Per broker, its topics in the order its smallest replica of each comes (by size, then
-    partition): the tie-break of fullest() among equally full topics, which decides which
-    replicas the goal moves (and so what the later goals can still reach)."""
-    brokers = [b for b, lst in cands.items() if len(lst)]
-    lengths = np.fromiter((len(cands[b]) for b in brokers), dtype=np.int64, count=len(brokers))
-    parts = np.fromiter((p for b in brokers for _, p in cands[b].items), dtype=np.int64,
-                        count=int(lengths.sum()))
-    owner = np.repeat(np.arange(len(brokers), dtype=np.int64), lengths)
-    pair = owner * max(1, len(st.topic)) + np.asarray(st.topic, dtype=np.int64)[parts]
-    _, first = np.unique(pair, return_index=True)
-    first.sort()  # first appearances in list order: broker by broker, by size within each
-    topics = np.asarray(st.topic, dtype=np.int64)[parts[first]].tolist()
-    cuts = np.searchsorted(owner[first], np.arange(len(brokers) + 1)).tolist()
-    return {b: topics[cuts[i]:cuts[i + 1]] for i, b in enumerate(brokers)}
-
-
-def _per_broker(counts: Mapping[int, int], nb: int) -> list[dict[int, int]]:
-    """A dict keyed by topic * nb + broker, as one dict per broker keyed by topic."""
-    keys = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
-    values = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
-    order = np.argsort(keys % nb, kind="stable")
-    brokers = (keys % nb)[order]
-    topics, values = (keys // nb)[order].tolist(), values[order].tolist()
-    bounds = np.searchsorted(brokers, np.arange(nb + 1)).tolist()
-    return [dict(zip(topics[i:j], values[i:j], strict=True))
-            for i, j in zip(bounds, bounds[1:], strict=False)]
-
-
 class _Means(NamedTuple):
     """Per-broker replica count and disk bytes of a group, on average."""
 
@@ -1158,5 +811,5 @@ class _Means(NamedTuple):
     disk: float
     racks: dict[int, list[int]]  # the group's brokers per rack
     short: set[int]  # racks short of replicas that may leave them, at or below their share of disk ...
-    keep: set[int]  # ... and those above it too: their moves inside keep such replicas (_short_racks)
+    keep: set[int]  # ... and those above it too: their moves inside keep such replicas (short_racks)
     limit: list[float]  # per broker, its disk limit (the capacity goal's; inf: none)

@@ -74,13 +74,13 @@ def test_worst_count_picks_the_same_broker_as_a_scan() -> None:
 
 
 def test_topic_index_fullest_order_matches_a_recomputation_after_random_moves() -> None:
-    from kafka_ops.planner.replica_count import _REORDER, _TOPIC_SCAN, _BySize, _TopicIndex
+    from kafka_ops.planner.replica_index import REORDER, TOPIC_SCAN, BySize, TopicIndex
 
     st = WorkingState(generate_cluster("small", seed=4))
     run = Run(st, PlannerOptions())
     on = run.movable_replicas()
-    cands = {b: _BySize(sorted((st.size[p], p) for p in on[b])) for b in range(st.nb)}
-    index = _TopicIndex(st, cands)
+    cands = {b: BySize(sorted((st.size[p], p) for p in on[b])) for b in range(st.nb)}
+    index = TopicIndex(st, cands)
     dropped: dict[int, set[int]] = {b: set() for b in range(st.nb)}  # dropped for good, as fullest()
     rng = random.Random(9)
     nb = st.nb
@@ -95,13 +95,13 @@ def test_topic_index_fullest_order_matches_a_recomputation_after_random_moves() 
         index.moved(p, src, dst)
         moves += 1
         for b in (src, dst):
-            index._age[b] = _REORDER  # force a refresh: compare with the plain computation
+            index._age[b] = REORDER  # force a refresh: compare with the plain computation
             got = index.fullest(b)
             topics = [t for t in index._topics_seen.get(b, []) if t not in dropped[b]]
             alive = [t for t in topics if st.topic_count.get(t * nb + b, 0) >= 2]
             dropped[b] |= set(topics) - set(alive)
             want = sorted(alive, key=lambda t: st.topic_count[t * nb + b] - index.mean[t],
-                          reverse=True)[:_TOPIC_SCAN]
+                          reverse=True)[:TOPIC_SCAN]
             assert got == want
     assert moves > 1000
 

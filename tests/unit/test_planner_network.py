@@ -153,7 +153,7 @@ def test_a_rack_short_of_replicas_that_may_cross_keeps_them_for_other_racks() ->
     holds 1,036 that may cross (RF-2), 52 of them giants. Moves inside the rack, to its two new
     brokers, took 169 of the small ones, so the giants crossed instead (32 of 52) and the disk
     goal copied most of them back: bytes 1.647 x the bound. Kept for the crossing moves
-    (replica_count._short_racks): 1.149, moves 1.053 -> 1.036 x their bound; with givers left
+    (replica_racks.short_racks): 1.149, moves 1.053 -> 1.036 x their bound; with givers left
     without disk excess giving their smallest replicas and takers past the mean disk refusing
     large ones (replica_count._wish): bytes 1.081, moves 1.045. With the rack shedding its
     smallest such replicas first, from any of its brokers (_shed_scarce_racks): bytes 1.066,
@@ -189,7 +189,7 @@ def test_a_rack_above_its_disk_share_keeps_scarce_replicas_that_may_cross(seed: 
     inside the rack used up the small ones. On seed 273 the rack had 1,127 of them for 763
     replicas to shed; after its disk excess was gone it still sent 81 GB replicas across, and
     the disk goal copied bytes back: 1.112 x the bytes bound (seed 175: 1.135). Kept while
-    they are that scarce (replica_count._short_racks): 1.079 and 1.076."""
+    they are that scarce (replica_racks.short_racks): 1.079 and 1.076."""
     _within_the_issues_bounds("crowded-medium", seed)
 
 
@@ -506,7 +506,7 @@ def test_a_light_rack_takes_load_through_its_fuller_brokers() -> None:
     """Crowded-medium seed 43 (a fresh seed: the sweep over 0-31 never had one like it): a giant
     RF-2 topic (80 partitions of 0.12 x a broker's mean disk) and one rack of 7 live brokers
     that must hold a replica of every RF-3 partition. The count goal sent the giants out of
-    that rack (before replica_count._short_racks; it still sends some); its lightest brokers
+    that rack (before replica_racks.short_racks; it still sends some); its lightest brokers
     then hold nothing that may leave it (0-1 replicas each may
     cross to the heavy rack) and its fuller ones sit at the disk bound, so no pair of brokers
     has a trade: the rack ended at 0.77 x the mean, the other racks' brokers stuck at 1.176.
