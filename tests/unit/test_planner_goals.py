@@ -141,6 +141,14 @@ def test_a_full_taker_trades_with_its_own_rack_when_no_source_may_cross_into_it(
     assert _after(plan_rebalance(c))["replica_count"] <= 1
 
 
+def test_givers_left_above_the_bound_after_the_exchanges_fill_the_takers_they_made_room_on() -> None:
+    # 21 brokers at 70% disk, four new: the exchanges gave every full taker room, but the fill
+    # had run before them, and broker 4 ended 10 above the others (846 against 836).
+    c = generate_cluster("crowded-medium", seed=1, brokers=21, partitions=6000, disk_utilisation=0.7,
+                         new_brokers=4)
+    assert _after(plan_rebalance(c))["replica_count"] <= 1
+
+
 def test_leadership_changes_are_preferred_over_replica_moves() -> None:
     # Replicas balanced (each broker holds 4), every leader on broker 0.
     c = ClusterModel([Broker(i) for i in range(3)],
