@@ -188,11 +188,17 @@ class ReplicaCountGoal(BalanceGoal):
 
     def _exchange_moves(self, run: Run, s: int, t: int, on_t: Sequence[int], from_s: BySize,
                         lo: float) -> list[tuple[int, int, int]] | None:
-        """One of t's largest replicas to s and as many of s's smallest to t as t's disk takes
-        (two at least, neither count crossing the lower bound), every veto agreeing; None if none."""
+        """One of t's largest replicas that s's disk can take for what it gives, to s, and as
+        many of s's smallest to t as t's disk takes (two at least, neither count crossing the
+        lower bound), every veto agreeing; None if none."""
         st = run.state
-        room_t = CapacityGoal().limits(run, t)[0] - st.disk[t]
+        limits = CapacityGoal().limits
+        room_t = limits(run, t)[0] - st.disk[t]
         most = min(int(lo - st.count[t]), int(st.count[s] - lo)) + 1  # of s's replicas
+        # What s can take of t's for its smallest replicas: where s is full too (a rack of full
+        # brokers: crowded-medium on 15 brokers at 70% disk, seed 0, rack a), t's largest are
+        # more than all s may give, and a replica near that is what an exchange can move.
+        most_for_s = limits(run, s)[0] - st.disk[s] + sum(x for x, _ in from_s.items[:most])
         # Each move on its own by the vetoes but capacity (t is full: only the whole exchange
         # fits), then the exchange by all of them.
         others = [g for g in run.vetoes if not isinstance(g, CapacityGoal)]
@@ -205,7 +211,7 @@ class ReplicaCountGoal(BalanceGoal):
         for q in sorted(on_t, key=lambda p: -st.size[p]):
             if tried == _EXCHANGE_TRIES:
                 break
-            if not allowed(q, t, s, retarget=True):
+            if st.size[q] > most_for_s or not allowed(q, t, s, retarget=True):
                 continue
             tried += 1
             room = room_t + st.size[q]
