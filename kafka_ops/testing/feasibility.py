@@ -319,13 +319,15 @@ class _Flow:
 
 
 def fits_every_limit(cluster: ClusterModel, pools: PoolSet | None, max_replicas: int | None,
-                      limit: float = 0.8) -> bool:
+                     limit: float = 0.8,
+                     allowed: Callable[[Partition, tuple[int, ...], int], bool] | None = None) -> bool:
     """Whether some assignment puts every partition on distinct live brokers within the rack
     rule, the pools, the replica limit and every broker's disk and network limits: every
     assignment and every leader tried (backtracking, on clusters of a few brokers), each
     partition's broker set checked by the same rules as the plan. A leader sends its bytes
     out and a copy of its bytes in to each follower. Exact where the max-flow oracle says
-    "bin packing decides"."""
+    "bin packing decides". ``allowed(partition, brokers, leader)``: what a mode lets an
+    assignment be (add-brokers: only the new brokers receive)."""
     inf = float("inf")
     live = sorted(b for b, broker in cluster.brokers.items() if broker.alive)
     room = {}
@@ -346,6 +348,8 @@ def fits_every_limit(cluster: ClusterModel, pools: PoolSet | None, max_replicas:
             if any(str(p.tp) in problem for problem in check_hard_goals(cluster, trial, pools)):
                 continue
             for leader in brokers:
+                if allowed is not None and not allowed(p, brokers, leader):
+                    continue
                 need = {b: (p.size_bytes, p.bytes_in_per_sec, out if b == leader else 0, 1) for b in brokers}
                 if any(r < n for b in brokers for r, n in zip(room[b], need[b], strict=True)):
                     continue

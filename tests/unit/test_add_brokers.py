@@ -8,15 +8,14 @@ when the mode refuses a cluster some such plan fits, or plans one that breaks a 
 from __future__ import annotations
 
 import os
-from itertools import combinations
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from kafka_ops.errors import ValidationError
-from kafka_ops.model import Broker, BrokerCapacity, ClusterModel
+from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition
 from kafka_ops.planner import PlannerOptions, plan_add_brokers
-from kafka_ops.testing.feasibility import check_hard_goals
+from kafka_ops.testing.feasibility import check_hard_goals, fits_every_limit
 from kafka_ops.testing.strategies import tight_mixed_clusters
 
 GiB, MB = 1024**3, 1_000_000
@@ -33,36 +32,12 @@ def _fits_with_new_brokers(cluster: ClusterModel, new: set[int], max_replicas: i
     """Whether every partition can keep some of its replicas and put the others on new
     brokers, led by its old leader (if kept) or a new broker, within every limit and rule:
     every such assignment tried."""
-    live = sorted(b for b, broker in cluster.brokers.items() if broker.alive)
-    room = {b: _room(cluster, b, max_replicas) for b in live}
-    parts = sorted(cluster, key=lambda p: (-p.size_bytes, -p.bytes_in_per_sec))
 
-    def place(i: int) -> bool:
-        if i == len(parts):
-            return True
-        p = parts[i]
-        out = p.bytes_out_per_sec + p.bytes_in_per_sec * (len(p.replicas) - 1)
-        for brokers in combinations(live, len(p.replicas)):
-            if any(b not in new and b not in p.replicas for b in brokers):
-                continue
-            if any(str(p.tp) in problem
-                   for problem in check_hard_goals(cluster, cluster.with_assignment({p.tp: brokers}))):
-                continue
-            for leader in brokers:
-                if leader not in new and leader != p.replicas[0]:
-                    continue
-                need = {b: (p.size_bytes, p.bytes_in_per_sec, out if b == leader else 0.0, 1.0) for b in brokers}
-                if any(r < n for b in brokers for r, n in zip(room[b], need[b], strict=True)):
-                    continue
-                for b in brokers:
-                    room[b] = [r - n for r, n in zip(room[b], need[b], strict=True)]
-                if place(i + 1):
-                    return True
-                for b in brokers:
-                    room[b] = [r + n for r, n in zip(room[b], need[b], strict=True)]
-        return False
+    def allowed(p: Partition, brokers: tuple[int, ...], leader: int) -> bool:
+        return (all(b in new or b in p.replicas for b in brokers)
+                and (leader in new or leader == p.replicas[0]))
 
-    return place(0)
+    return fits_every_limit(cluster, None, max_replicas, allowed=allowed)
 
 
 @settings(max_examples=300, deadline=None, derandomize=not os.environ.get("KAFKA_OPS_HYPOTHESIS_RANDOM"),
