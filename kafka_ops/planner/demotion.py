@@ -54,12 +54,13 @@ def hand_off_leadership(run: Run) -> None:
             if next(options(p), None) is None:
                 raise ValidationError(f"demote: no replica of {st.tps[p]} that may lead has "
                                       f"network-out room for it: {_room(run, p, limits)}") from None
-        verdict = ("every one tried" if isinstance(e, Exhausted)
-                   else f"none found within {_BUDGET:,} tries, so one may still exist")
+        verdict = (f"every one tried); most often {st.tps[e.partition]} found no replica with room"
+                   if isinstance(e, Exhausted) else
+                   f"none found within {_BUDGET:,} tries, so one may still exist); the search "
+                   f"stalled at {st.tps[e.partition]}")
         raise ValidationError(
             f"demote: no choice of new leaders for the {len(parts)} partitions the demoted brokers "
-            f"lead fits the network-out limits ({verdict}); most often {st.tps[e.partition]} "
-            f"found no replica with room") from None
+            f"lead fits the network-out limits ({verdict}") from None
     if not run.room_for_leader_change(len(parts)):
         raise ValidationError(f"demote: the cap on leader changes leaves no room for the {len(parts)} "
                               f"leaderships the demoted brokers must hand off")

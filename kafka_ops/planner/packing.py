@@ -63,7 +63,7 @@ def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 1_000_000,
     if len(parts) > _MOST_PARTITIONS:
         return None
     parts.sort(key=lambda p: (-st.size[p], -st.bytes_in[p], p))
-    kept = [[b for b in st.replicas[p] if not leave(p, b)] if leave else [] for p in parts]
+    kept = [[b for b in st.replicas[p] if not leave(p, b)] if leave is not None else [] for p in parts]
     for p, keep in zip(parts, kept, strict=True):
         for b in keep:  # staying: its load is there already (a leadership it gains: _needs)
             lead = st.replicas[p][0] == b
@@ -82,7 +82,7 @@ def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 1_000_000,
     except _Budget:
         return None
     if not found:
-        if leave:
+        if leave is not None:
             return False
         stuck = search.stuck.most_common(1)[0][0]
         raise ValidationError(_why(run, parts[stuck], len(parts)))
