@@ -14,8 +14,8 @@ import pytest
 
 from kafka_ops.generator import generate_cluster
 from kafka_ops.planner import balance, plan_rebalance
-from kafka_ops.planner.balance import LeaderIndex, _worst_count
 from kafka_ops.planner.context import PlannerOptions, Run
+from kafka_ops.planner.leader_scan import LeaderIndex, TakerScan, worst_count
 from kafka_ops.planner.state import WorkingState
 
 
@@ -70,7 +70,7 @@ def test_worst_count_picks_the_same_broker_as_a_scan() -> None:
         lo = rng.randint(2, 5)
         hi = lo + rng.randint(0, 2)
         stuck = set(rng.sample(brokers, rng.randint(0, n)))
-        assert _worst_count(load, brokers, lo, hi, stuck) == _worst_by_scan(load, brokers, lo, hi, stuck)
+        assert worst_count(load, brokers, lo, hi, stuck) == _worst_by_scan(load, brokers, lo, hi, stuck)
 
 
 def test_topic_index_fullest_order_matches_a_recomputation_after_random_moves() -> None:
@@ -111,14 +111,14 @@ def _plan_with_taker_scan(monkeypatch: pytest.MonkeyPatch, preset: str, vector: 
                           ) -> tuple[dict[str, list[int]], dict[str, int]]:
     calls = {"best": 0, "give": 0}
     for name in calls:
-        real = getattr(balance._TakerScan, name)
+        real = getattr(TakerScan, name)
 
-        def counted(self: balance._TakerScan, *args: Any, name: str = name,
+        def counted(self: TakerScan, *args: Any, name: str = name,
                     real: Any = real) -> tuple[int, int] | None:
             calls[name] += 1
             return real(self, *args)
 
-        monkeypatch.setattr(balance._TakerScan, name, counted)
+        monkeypatch.setattr(TakerScan, name, counted)
     monkeypatch.setattr(balance, "_VECTOR_MIN", 0 if vector else 1 << 40)
     monkeypatch.setattr(balance, "_VECTOR_SCAN", 0 if vector else 1 << 40)
     result = plan_rebalance(generate_cluster(preset, seed=1), options=PlannerOptions(goals=goals))
