@@ -142,13 +142,8 @@ class TakerScan:
             keys = ((c + 8) * m + (m - 1 - ll)) * s + ps
             start = 0
             while start < len(keys):
-                # Capped at the best so far: after a veto the scan resumes against it.
-                run_min = np.minimum(np.minimum.accumulate(keys[start:]), best_key)
-                # Records: where the running minimum drops below everything before it.
-                prev = np.concatenate(([best_key], run_min[:-1]))
-                records = np.flatnonzero(run_min < prev) + start
                 restart = None
-                for i in records.tolist():
+                for i in _records(keys, start, best_key):
                     p = int(ps[i])
                     if not can_lead(p, w):
                         keys[i] = big
@@ -216,12 +211,8 @@ class TakerScan:
             best_row = -1  # the best's row in this chunk (-1: an earlier chunk's, a done partition)
             start = 0
             while start < len(keys):
-                # Capped at the best so far: after a veto the scan resumes against it.
-                run_min = np.minimum(np.minimum.accumulate(keys[start:]), best_key)
-                prev = np.concatenate(([best_key], run_min[:-1]))
-                records = np.flatnonzero(run_min < prev) + start
                 restart = None
-                for i in records.tolist():
+                for i in _records(keys, start, best_key):
                     if best is not None and rows[i] != best_row and unbeatable(best):
                         # The loop checks after each partition: the best's partition is done.
                         return best[0], best[1]
@@ -235,6 +226,14 @@ class TakerScan:
                     break
                 start = restart
         return None if best is None else (best[0], best[1])
+
+
+def _records(keys: np.ndarray, start: int, best_key: int) -> list[int]:
+    """Where the running minimum of keys[start:], capped at the best so far (after a veto the
+    scan resumes against it), drops below everything before it: the bests the loop meets."""
+    run_min = np.minimum(np.minimum.accumulate(keys[start:]), best_key)
+    prev = np.concatenate(([best_key], run_min[:-1]))
+    return (np.flatnonzero(run_min < prev) + start).tolist()
 
 
 def worst_count(load: Sequence[float], brokers: Sequence[int], lo: float, hi: float,
