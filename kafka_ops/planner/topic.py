@@ -322,9 +322,12 @@ class TopicGoal:
 
     @staticmethod
     def _changes_ok(run: Run, changes: Sequence[Move]) -> bool:
-        """_loads_ok, then every leadership veto; the leader-load goals judge the deltas summed
-        once here (each of _cycle's 100,000 triangles on crowded-xl seed 6 was summed three
-        times: here and by both goals)."""
+        """The mode's rule (add-brokers: leadership only to the new brokers), _loads_ok, then
+        every leadership veto; the leader-load goals judge the deltas summed once here (each of
+        _cycle's 100,000 triangles on crowded-xl seed 6 was summed three times: here and by
+        both goals)."""
+        if not all(run.partition_movable[p] and run.dst_ok[new] for p, _, new in changes):
+            return False  # a path's or chain's inner broker may be one the mode keeps as it is
         deltas = _leader_deltas(run, changes)
         if deltas is None:
             return False
@@ -444,7 +447,7 @@ class TopicGoal:
             if not run.partition_movable[q]:
                 return
             if pull:
-                if lead != b:
+                if lead != b and run.dst_ok[b]:
                     reach(st.topic[q] * nb + lead, came, (q, lead, b))
             elif lead == b:
                 for z in reps[q][1:]:

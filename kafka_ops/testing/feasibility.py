@@ -362,3 +362,29 @@ def fits_every_limit(cluster: ClusterModel, pools: PoolSet | None, max_replicas:
         return False
 
     return place(0)
+
+
+def broker_loads(cluster: ClusterModel) -> dict[int, list[float]]:
+    """Per broker: disk, network in, network out and replica count, recomputed from the replica
+    lists (no planner code): a leader sends its bytes out plus one copy of its bytes in to each
+    follower."""
+    loads = {b: [0.0, 0.0, 0.0, 0.0] for b in cluster.brokers}
+    for p in cluster:
+        for i, b in enumerate(p.replicas):
+            load = loads[b]
+            load[0] += p.size_bytes
+            load[1] += p.bytes_in_per_sec
+            load[3] += 1
+            if i == 0:
+                load[2] += p.bytes_out_per_sec + p.bytes_in_per_sec * (len(p.replicas) - 1)
+    return loads
+
+
+def broker_limits(cluster: ClusterModel, b: int, max_replicas: int | None,
+                  threshold: float = 0.8) -> list[float]:
+    """Broker b's limits in broker_loads' order: capacity x threshold (the planner's default),
+    unknown capacity (0) as no limit."""
+    inf = float("inf")
+    cap = cluster.brokers[b].capacity
+    return [cap.disk_bytes * threshold or inf, cap.network_in_bytes_per_sec * threshold or inf,
+            cap.network_out_bytes_per_sec * threshold or inf, inf if max_replicas is None else max_replicas]

@@ -22,7 +22,7 @@ from kafka_ops.plan import ReassignmentPlan
 from kafka_ops.planner import PlannerOptions, plan_migrate_pool
 from kafka_ops.pools import Pool, PoolSet, load_pools, migrate_to_pool, pools_from_dict
 from kafka_ops.snapshot import load_snapshot
-from kafka_ops.testing.feasibility import check_hard_goals, fits_every_limit
+from kafka_ops.testing.feasibility import broker_limits, broker_loads, check_hard_goals, fits_every_limit
 from kafka_ops.testing.strategies import tight_mixed_clusters
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "kafka_ops" / "examples"
@@ -156,25 +156,6 @@ def test_the_move_cap_stops_the_migration_clearly() -> None:
 
 
 GiB, MB = 1024**3, 1_000_000
-INF = float("inf")
-
-
-def _loads(cluster: ClusterModel) -> dict[int, list[float]]:
-    """Disk, network in, network out and replicas per live broker, from the replica lists."""
-    loads = {b: [0.0, 0.0, 0.0, 0.0] for b, broker in cluster.brokers.items() if broker.alive}
-    for p in cluster:
-        for i, b in enumerate(p.replicas):
-            if b in loads:
-                out = p.bytes_out_per_sec + p.bytes_in_per_sec * (len(p.replicas) - 1)
-                loads[b] = [v + n for v, n in zip(loads[b], (p.size_bytes, p.bytes_in_per_sec,
-                                                            out if i == 0 else 0.0, 1.0), strict=True)]
-    return loads
-
-
-def _limits(cluster: ClusterModel, b: int, max_replicas: int | None) -> list[float]:
-    cap = cluster.brokers[b].capacity
-    return [cap.disk_bytes * 0.8 or INF, cap.network_in_bytes_per_sec * 0.8 or INF,
-            cap.network_out_bytes_per_sec * 0.8 or INF, max_replicas or INF]
 
 
 def _placement_stuck() -> tuple[ClusterModel, PoolSet, None]:
@@ -214,9 +195,9 @@ def test_migration_is_planned_whenever_the_pools_fit_within_every_limit(case) ->
     refuses only where no assignment fits; planned, no replica on a live broker outside its
     pool, and no broker over a limit it kept or further over one it broke."""
     cluster, pools, max_replicas = case
-    start = _loads(cluster)
-    kept = all(v <= lim for b, load in start.items()
-               for v, lim in zip(load, _limits(cluster, b, max_replicas), strict=True))
+    start = broker_loads(cluster)
+    kept = all(v <= lim for b, load in start.items() if cluster.brokers[b].alive
+               for v, lim in zip(load, broker_limits(cluster, b, max_replicas), strict=True))
     kept = kept and not [problem for problem in check_hard_goals(cluster, cluster, None, max_replicas)
                          if "dead" not in problem]
     fits = kept and fits_every_limit(cluster, pools, max_replicas)
@@ -230,7 +211,7 @@ def test_migration_is_planned_whenever_the_pools_fit_within_every_limit(case) ->
     for p in after:
         members = pools.pools[p.topic].brokers
         assert all(b in members for b in p.replicas if cluster.brokers[b].alive), p
-    end = _loads(after)
+    end = broker_loads(after)
     for b, load in end.items():
-        for v0, v1, lim in zip(start[b], load, _limits(cluster, b, max_replicas), strict=True):
+        for v0, v1, lim in zip(start[b], load, broker_limits(cluster, b, max_replicas), strict=True):
             assert v1 <= max(lim, v0) + 1e-6, (b, start[b], load)

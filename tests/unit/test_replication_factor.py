@@ -18,36 +18,13 @@ from hypothesis import strategies as st
 from kafka_ops.errors import ValidationError
 from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition, TopicPartition
 from kafka_ops.planner import PlannerOptions, plan_set_replication_factor
-from kafka_ops.testing.feasibility import rack_key, rack_limit
+from kafka_ops.testing.feasibility import broker_limits, broker_loads, rack_key, rack_limit
 
 # derandomize: CI runs the same clusters every time; KAFKA_OPS_HYPOTHESIS_RANDOM=1 explores
 # new ones (3,000 random ones passed when this was written).
 SETTINGS = settings(max_examples=300, deadline=None,
                     derandomize=not os.environ.get("KAFKA_OPS_HYPOTHESIS_RANDOM"),
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-INF = float("inf")
-Loads = dict[int, list[float]]  # broker -> disk, network in, network out, replicas
-
-
-def _limits(cluster: ClusterModel, b: int, max_replicas: int | None) -> tuple[float, ...]:
-    """The planner's default threshold, 0.8 of each capacity; 0 means unknown (no limit)."""
-    cap = cluster.brokers[b].capacity
-    return (cap.disk_bytes * 0.8 or INF, cap.network_in_bytes_per_sec * 0.8 or INF,
-            cap.network_out_bytes_per_sec * 0.8 or INF, max_replicas or INF)
-
-
-def _loads(cluster: ClusterModel) -> Loads:
-    """Recomputed from the replica lists: a leader sends its bytes out plus one copy of its
-    bytes in to each follower."""
-    loads = {b: [0.0, 0.0, 0.0, 0.0] for b in cluster.brokers}
-    for p in cluster:
-        for i, b in enumerate(p.replicas):
-            loads[b][0] += p.size_bytes
-            loads[b][1] += p.bytes_in_per_sec
-            loads[b][3] += 1
-            if i == 0:
-                loads[b][2] += p.bytes_out_per_sec + p.bytes_in_per_sec * (len(p.replicas) - 1)
-    return loads
 
 
 def _adds_fit(cluster: ClusterModel, topic: str, rf: int, max_replicas: int | None) -> bool:
@@ -56,7 +33,7 @@ def _adds_fit(cluster: ClusterModel, topic: str, rf: int, max_replicas: int | No
     tried. One-directional: the planner may also move leadership, so it may plan where this
     says no."""
     live = sorted(b for b, broker in cluster.brokers.items() if broker.alive)
-    loads = _loads(cluster)
+    loads = broker_loads(cluster)
     grow = [p for p in cluster if p.topic == topic and len(p.replicas) < rf]
 
     def add(p: Partition, brokers: tuple[int, ...], sign: int) -> None:
@@ -71,11 +48,11 @@ def _adds_fit(cluster: ClusterModel, topic: str, rf: int, max_replicas: int | No
         if max(racks.values()) > rack_limit(cluster, live, rf):
             return False
         leader = p.replicas[0]
-        if loads[leader][2] + p.bytes_in_per_sec * len(brokers) > _limits(cluster, leader, max_replicas)[2]:
+        if loads[leader][2] + p.bytes_in_per_sec * len(brokers) > broker_limits(cluster, leader, max_replicas)[2]:
             return False
         need = (p.size_bytes, p.bytes_in_per_sec, 0.0, 1.0)
         return all(v + n <= lim for b in brokers
-                   for v, n, lim in zip(loads[b], need, _limits(cluster, b, max_replicas), strict=True))
+                   for v, n, lim in zip(loads[b], need, broker_limits(cluster, b, max_replicas), strict=True))
 
     def place(i: int) -> bool:
         if i == len(grow):
@@ -166,10 +143,10 @@ def test_set_rf_is_planned_whenever_the_new_replicas_fit_and_never_breaks_a_limi
             assert max(racks.values()) <= rack_limit(cluster, live, rf), p
         else:
             assert p.replicas == cluster.partitions[p.tp].replicas
-    start, end = _loads(cluster), _loads(after)
+    start, end = broker_loads(cluster), broker_loads(after)
     for b in cluster.brokers:
         for what, v0, v1, lim in zip(("disk", "network in", "network out", "replicas"), start[b], end[b],
-                                     _limits(cluster, b, max_replicas), strict=True):
+                                     broker_limits(cluster, b, max_replicas), strict=True):
             assert v1 <= max(lim, v0) + 1e-9, f"broker {b}: {what} {v0} -> {v1}, limit {lim}"
 
 
