@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from kafka_ops.planner.context import Move, Run
 from kafka_ops.planner.disk_relay import disk_relay
+from kafka_ops.planner.handback import Lead, handed_swap
 from kafka_ops.planner.leader_loads import balance_leader_load
 from kafka_ops.planner.leader_scan import LeaderIndex, TakerScan, picker, worst_count
 from kafka_ops.planner.state import WorkingState
@@ -279,6 +280,7 @@ class BalanceGoal:
             w, above = worst
             lo, hi = self.bounds(run, g)
             action, relay = None, False
+            lead: Lead | None = None
             if w not in relayed:  # a broker that needed a disk relay goes straight to the next
                 # Partners: every broker with room inside the bounds, the furthest from w first. The
                 # target is what w should shed (or gain) without pushing the partner out of bounds.
@@ -289,6 +291,8 @@ class BalanceGoal:
                 deltas = [(src, dst, min(load[src] - mean, hi - load[dst]) if above
                            else min(mean - load[dst], load[src] - lo)) for src, dst in pairs]
                 action = self._trade(run, reps, cands_of, deltas, _LEAST * mean)
+                if action is None and (handed := self._handed(run, reps, deltas, _LEAST * mean)):
+                    action, lead = handed
                 near = load[w] - hi if above and self.resource == "network_in" else math.inf
                 if action is None and near < _NEAR * _LEAST * mean:
                     action = self._trade(run, reps, cands_of, deltas, max(_FINE * mean, near / _NEAR))
@@ -329,6 +333,9 @@ class BalanceGoal:
                 if i < len(lst) and lst[i] == item:
                     del lst[i]
             reps.moved(action)
+            if lead is not None:
+                st.make_leader(lead[0], lead[2])
+                reps.led(*lead)
             traded = True
             if relay:  # a rack's load changed: brokers given up on may trade again
                 relays -= 1
@@ -486,6 +493,22 @@ class BalanceGoal:
             action = self._trade(run, reps, cands_of, [(s, d, delta / _SPLIT) for s, d, delta in pairs],
                                  least, split=True)
         return action or raw
+
+    def _handed(self, run: Run, reps: BrokerReplicas, pairs: Sequence[tuple[int, int, float]],
+                least: float) -> tuple[tuple[Move, ...], Lead] | None:
+        """For the first pair with one, a swap of a leader for a follower closing more than
+        ``least`` of its delta, with a leadership handed back (handback.py): where every swap
+        keeping both roles is refused, leader counts at the bound forbid the rest."""
+        load = run.state.load(self.resource)
+        for src, dst, delta in pairs[:_LOOKS]:
+            if delta <= 0:
+                continue
+            found = handed_swap(run, reps, src, dst, delta, load[src] - load[dst], least)
+            if found is not None:
+                moved = self._moved_load(run.state, found[0], src)
+                if min(moved, 2 * delta - moved) > least:
+                    return found
+        return None
 
     def _retarget(self, run: Run, reps: BrokerReplicas, pairs: Sequence[tuple[int, int, float]],
                   least: float) -> tuple[Move, ...] | None:

@@ -18,7 +18,7 @@ this plan may be re-targeted, since the plan copies it once, to its final broker
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import islice
 from typing import Protocol, cast
 
@@ -43,6 +43,8 @@ class BalanceGoal(Protocol):
     def kept(self, run: Run, g: int) -> tuple[float, float]: ...
 
     def limits(self, run: Run, g: int, b: int) -> tuple[float, float]: ...
+
+    def accepts_deltas(self, run: Run, deltas: Mapping[int, float]) -> bool: ...
 
     def _worst(self, run: Run, g: int, stuck: set[int]) -> tuple[int, bool] | None: ...
 
@@ -96,6 +98,14 @@ class BrokerReplicas:
             # p's racks changed: whether its replicas may cross changed on all its brokers.
             for b in (src, *reps[p]):
                 self._toward.pop(b, None)
+
+    def led(self, p: int, old: int, new: int) -> None:
+        """Keep the index in step with p's leadership passed from old to new (the role column
+        of both brokers' arrays)."""
+        self.leader[p] = new
+        for b in (old, new):
+            self._cache.pop(b, None)
+            self._toward.pop(b, None)
 
     def _shift(self, p: int, src: int, dst: int) -> None:
         """arrays() of src and dst, if built, with p's replica moved: as a rebuild would order
@@ -228,13 +238,18 @@ def disk_slack(run: Run, src: int, dst: int) -> tuple[float, float] | None:
 
 def can_trade(run: Run, a: Move, b: Move) -> bool:
     """Two replica moves judged together; a replica moved earlier in this plan may move on."""
+    return may_trade(run, a, b) and all(g.accepts(run, (a, b)) for g in run.vetoes)
+
+
+def may_trade(run: Run, a: Move, b: Move) -> bool:
+    """The mode lets both replicas move (the vetoes not asked)."""
     st = run.state
     for p, _, dst in (a, b):
         if run.leadership_only or not run.partition_movable[p] or not run.dst_ok[dst]:
             return False
         if dst in st.replicas[p]:
             return False
-    return a[0] != b[0] and all(g.accepts(run, (a, b)) for g in run.vetoes)
+    return a[0] != b[0]
 
 
 def new_copies(st: WorkingState, p: int, src: int, dst: int) -> int:
@@ -246,7 +261,20 @@ def new_copies(st: WorkingState, p: int, src: int, dst: int) -> int:
 def best_replica_swap(run: Run, reps: BrokerReplicas, src: int, dst: int, delta: float,
                       gap: float, least: float = 0.0, own_size: bool = False,
                       moved_only: bool = False) -> tuple[Move, Move] | None:
-    """The swap of a replica on src for one on dst that best closes ``delta`` of load per byte.
+    """The swap of a replica on src for one on dst that best closes ``delta`` of load per byte
+    (see ranked_swaps), that every veto accepts."""
+    for p, q in ranked_swaps(run, reps, src, dst, delta, gap, least, own_size, moved_only):
+        a, b = (p, src, dst), (q, dst, src)
+        if can_trade(run, a, b):
+            return a, b
+    return None
+
+
+def ranked_swaps(run: Run, reps: BrokerReplicas, src: int, dst: int, delta: float, gap: float,
+                  least: float, own_size: bool, moved_only: bool,
+                  hand_back: tuple[bool, bool] | None = None) -> list[tuple[int, int]]:
+    """Swaps of a replica on src for one on dst, best first: those closing ``delta`` of load
+    per byte copied.
 
     The load moved, x - y, must lie in (0, gap) (the two brokers end closer than they started);
     among the swaps closing at least _EFFICIENT of the best one's improvement (_FREE_EFFICIENT
@@ -258,11 +286,13 @@ def best_replica_swap(run: Run, reps: BrokerReplicas, src: int, dst: int, delta:
     of the 0.001 x mean a trade must, beside 1,478 swaps closing 0.003 that every goal took;
     now 1.056). ``own_size``: see the size window below. ``moved_only``: only replicas this
     plan moved already on both sides (a re-target: the swap copies nothing new).
+    ``hand_back``: only a leader for a follower, src's leader going (first) or dst's (second),
+    for handed_swap (leader counts kept by a leadership handed back).
     """
     st = run.state
     slack = disk_slack(run, src, dst)
     if own_size and (slack is None or slack[0] + slack[1] == 0):
-        return None  # the same windows as without it
+        return []  # the same windows as without it
     ps, xs, ss, ls, cs, _ = reps.toward(src, dst)
     pd, yd, sd, ld, cd, by_size = reps.toward(dst, src)
     if moved_only:
@@ -270,7 +300,7 @@ def best_replica_swap(run: Run, reps: BrokerReplicas, src: int, dst: int, delta:
         pd, yd, sd, ld, cd = reps.moved_here(dst, pd, yd, sd, ld, cd)
         by_size = np.argsort(sd, kind="stable")
     if not len(ps) or not len(pd):
-        return None
+        return []
     # Windows of the destination's arrays as rows of strided views: one row copy per source
     # replica, where gathering through an index matrix took most of the search's time.
     k = min(_WINDOW, len(pd))
@@ -300,22 +330,18 @@ def best_replica_swap(run: Run, reps: BrokerReplicas, src: int, dst: int, delta:
         dsize = ss[:, None] - size
         ok &= (dsize >= slack[0] - 1) & (dsize <= slack[1] + 1)
     # Same role keeps both brokers' leader counts; a leader for a follower only where they allow.
-    leaders = st.leaders
-    lc = vetoing(run, "leaders")
-    mixed_sd = mixed_ds = lc is None
-    if lc is not None:
-        llo, lhi = lc.bounds(run, st.broker_group[src])
-        mixed_sd = leaders[src] - 1 >= llo and leaders[dst] + 1 <= lhi  # src's leader goes
-        mixed_ds = leaders[dst] - 1 >= llo and leaders[src] + 1 <= lhi
-    same = ls[:, None] == role
-    role_ok = same
+    if hand_back is None:
+        mixed_sd, mixed_ds = mixed_roles(run, src, dst)
+        role_ok = ls[:, None] == role
+    else:
+        (mixed_sd, mixed_ds), role_ok = hand_back, np.zeros(ok.shape, bool)
     if mixed_sd:
         role_ok = role_ok | (ls[:, None] & ~role)
     if mixed_ds:
         role_ok = role_ok | (~ls[:, None] & role)
     ok &= role_ok
     if not ok.any():
-        return None
+        return []
     flat = np.flatnonzero(ok)
     rows, cols = np.divmod(flat, ok.shape[1])
     # The destination index of each survivor: column c < k is first + c, else by_size's.
@@ -327,13 +353,13 @@ def best_replica_swap(run: Run, reps: BrokerReplicas, src: int, dst: int, delta:
     good = gain > 0
     rows, jj, gain = rows[good], jj[good], gain[good]
     if not len(rows):
-        return None
+        return []
     cost = cs[rows] + cd[jj]  # bytes newly copied
     if least > 0:
         big = (gain >= least) | (cost <= 0)
         rows, jj, gain, cost = rows[big], jj[big], gain[big], cost[big]
         if not len(rows):
-            return None
+            return []
     keep = (gain >= _EFFICIENT * gain.max()) | ((cost <= 0) & (gain >= _FREE_EFFICIENT * gain.max()))
     rows, jj, gain, cost = rows[keep], jj[keep], gain[keep], cost[keep]
     order = np.lexsort((-gain, cost / gain))[:_TRY * 4].tolist()
@@ -349,11 +375,20 @@ def best_replica_swap(run: Run, reps: BrokerReplicas, src: int, dst: int, delta:
         # A leader replica moving takes its topic's leadership along: followers first.
         ranked.append((spread > 0, max(spread, -2), bool(ls[rows[i]] or ld[jj[i]]), rank, p, q))
     ranked.sort()
-    for *_, p, q in ranked[:_TRY * 4]:
-        a, b = (p, src, dst), (q, dst, src)
-        if can_trade(run, a, b):
-            return a, b
-    return None
+    return [(p, q) for *_, p, q in ranked[:_TRY * 4]]
+
+
+def mixed_roles(run: Run, src: int, dst: int) -> tuple[bool, bool]:
+    """Whether the leader count goal (if it vetoes) lets a swap pass src's leadership to dst
+    for a follower (first), and dst's to src (second): each moves one leader between them."""
+    lc = vetoing(run, "leaders")
+    if lc is None:
+        return True, True
+    st = run.state
+    leaders = st.leaders
+    llo, lhi = lc.bounds(run, st.broker_group[src])
+    return (leaders[src] - 1 >= llo and leaders[dst] + 1 <= lhi,
+            leaders[dst] - 1 >= llo and leaders[src] + 1 <= lhi)
 
 
 def _windows(a: np.ndarray, k: int, first: np.ndarray) -> np.ndarray:
