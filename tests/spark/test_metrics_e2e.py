@@ -3,7 +3,7 @@
 The cluster's replica counts and sizes are even while its network load is not: three hot
 topics are led from brokers 0 and 1. The live ZooKeeper backend reads no rates, so a plan made
 from it cannot see the skew; the plan made through the load seam from the Spark analysis does.
-On the loads it sees, the informed plan balances network in (<= 1.06) where the blind plan ends
+On the loads it sees, the informed plan balances network in (<= 1.08) where the blind plan ends
 0.1 or more above it; on the window's true loads (the emulator's rates times its traffic shape
 over the analysed window) it improves network in and network out on the start. The estimation
 error of per-partition bytes-in against the emulator's true rates is printed (pytest -s) and bounded.
@@ -40,7 +40,15 @@ GiB, MiB = 1024**3, 1024**2
 
 
 def skewed_network_cluster(seed: int = 7) -> ClusterModel:
-    """6 brokers on racks a, b, c; 12 replicas each, all 1 GiB; hot topics led by 0 and 1."""
+    """6 brokers on racks a, b, c; 12 replicas each, all 64 GiB; hot topics led by 0 and 1.
+
+    The size is the replicas' now; the backfill grows each log at its topic's rate up to now,
+    so the analysed window (which ends 5-10 minutes before now) sees the hot ones up to 2.3 GiB
+    smaller, by an amount the wall clock decides. At 1 GiB that put the hot replicas anywhere
+    between 0.5 GiB and empty: which swaps the disk bound allowed changed from run to run, and
+    one CI run planned network in to 1.20 (the planner's gap this exposed has its own test in
+    tests/unit/test_planner_network.py). At 64 GiB they differ by at most 4%.
+    """
     rng = random.Random(seed)
     cap = BrokerCapacity(10 * 1024 * GiB, 125 * MiB, 125 * MiB)
     brokers = [Broker(i, "abc"[i // 2], capacity=cap) for i in range(6)]
@@ -49,12 +57,12 @@ def skewed_network_cluster(seed: int = 7) -> ClusterModel:
     for t in range(3):
         for p, replicas in enumerate(hot_pairs):
             rate = 2 * MiB * rng.uniform(0.7, 1.3)
-            parts.append(Partition(f"hot-{t}", p, replicas, replicas[0], replicas, GiB, rate,
+            parts.append(Partition(f"hot-{t}", p, replicas, replicas[0], replicas, 64 * GiB, rate,
                                    2 * rate))
     cold = [(4, 5), (5, 4)] * 6 + [(0, 3), (1, 2), (2, 0), (3, 1)] * 3
     for i, replicas in enumerate(cold):
         rate = 20 * 1024 * rng.uniform(0.7, 1.3)
-        parts.append(Partition(f"cold-{i // 6}", i % 6, replicas, replicas[0], replicas, GiB, rate,
+        parts.append(Partition(f"cold-{i // 6}", i % 6, replicas, replicas[0], replicas, 64 * GiB, rate,
                                rate))
     return ClusterModel(brokers, parts)
 
@@ -141,13 +149,14 @@ def test_network_skew_seen_through_metrics(spark, zk_connect: str, tmp_path: Pat
             assert getattr(est_b[b], r) == pytest.approx(getattr(true_b[b], r), rel=0.05), (b, r)
 
     # The planner works on what the seam gives it: on those loads (the estimate) the plan made
-    # through the seam balances network in (1.03-1.04 in most runs) where the plan blind to rates cannot
-    # (1.26). On the window's true loads (the emulator's rates times the traffic shape over the
-    # analysed window, what the analysis estimated) both network resources improve on the start
-    # (1.50 and 2.98): network in to 1.07-1.08, network out to 1.46-1.47 in most runs, but 2.07
-    # in one of seven: the per-partition estimate is exact per broker in sum but off per
-    # partition by the topic's spread of rates (the generator's +-30%), and each hot leadership
-    # is half a broker's mean network out, so a leadership placed on a wrong estimate weighs.
+    # through the seam balances network in (1.043) where the plan blind to rates cannot (1.26).
+    # On the window's true loads (the emulator's rates times the traffic shape over the analysed
+    # window, what the analysis estimated) both network resources improve on the start (1.50
+    # and 2.98): network in to 1.08, network out to 1.13. The per-partition estimate is exact
+    # per broker in sum but off per partition by the topic's spread of rates (the generator's
+    # +-30%), and each hot leadership is half a broker's mean network out, so a leadership
+    # placed on a wrong estimate weighs. With the sizes pinned (above) three runs gave the
+    # same numbers to the fourth decimal.
     before = broker_loads(window_truth, preferred=True)
     resources = ("network_in_bytes_per_sec", "network_out_bytes_per_sec")
 
@@ -167,10 +176,9 @@ def test_network_skew_seen_through_metrics(spark, zk_connect: str, tmp_path: Pat
     network_in = "network_in_bytes_per_sec"
     # The goal's band is 1.05, but what a plan can reach depends on the estimate: a hot
     # partition is about a fifth of a broker's mean network in, and the even split of a topic's
-    # rate over its partitions moves where the hot ones are seen. Over 400 estimates perturbed
-    # per partition (+-30% and +-45%) the planner reached at most 1.086, 9 of them above 1.06:
-    # the bound this test held until a CI run's wall-clock window gave one planned to 1.099.
-    assert seen_est[network_in] <= 1.12
+    # rate over its partitions moves where the hot ones are seen. Over 300 windows' sizes with
+    # each partition's rates perturbed by up to 30% on top, the planner reached at most 1.070.
+    assert seen_est[network_in] <= 1.08
     assert seen_est[network_in] < blind_est[network_in] - 0.1
     assert seen[network_in] < start_ratio[network_in] - 0.1  # 1.50 at the start
     assert seen["network_out_bytes_per_sec"] < start_ratio["network_out_bytes_per_sec"] - 0.2
