@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from kafka_ops.planner.context import Move, Run
 from kafka_ops.planner.disk_relay import disk_relay
 from kafka_ops.planner.handback import Lead, handed_swap
+from kafka_ops.planner.leader_exact import place_leaders_exactly
 from kafka_ops.planner.leader_loads import balance_leader_load
 from kafka_ops.planner.leader_scan import LeaderIndex, TakerScan, picker, worst_count
 from kafka_ops.planner.state import WorkingState
@@ -216,6 +217,7 @@ class BalanceGoal:
             if group.balance and run.group_brokers(g):
                 if self.leader_only and not self.integer:
                     balance_leader_load(self, run, g)
+                    place_leaders_exactly(self, run, g)
                 elif self.leader_only:
                     self._balance_leader_count(run, g)
                 else:

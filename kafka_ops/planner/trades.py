@@ -35,6 +35,7 @@ class BalanceGoal(Protocol):
     name: str
     resource: str
     leader_only: bool
+    integer: bool
 
     def item_load(self, st: WorkingState, p: int, leader: bool) -> float: ...
 
