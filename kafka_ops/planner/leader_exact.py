@@ -12,9 +12,9 @@ leader counts exact, met both targets (a separate CP-SAT model said so). With th
 Here the leadership of every movable partition of the group is one choice among its replicas
 that may lead (live, not excluded, not demoted, a broker the mode lets receive), under every
 veto that weighs leadership: the leader count goal's limits, the earlier leader-load goals'
-limits, and the capacity goal's network-out limit. The solve first minimises how far the goal's
-brokers end outside its bounds (above them first: what max / mean reports), then, at that, how
-many leaderships change. Its budget is deterministic time with one worker, so a plan does not
+limits, and the capacity goal's network-out limit. The solve first minimises the highest load
+above the goal's bounds (what max / mean reports), then how far its brokers end outside them,
+then, at that, how many leaderships change. Its budget is deterministic time with one worker, so a plan does not
 depend on the machine's speed. It runs only where the goal's greedy left a broker outside its
 bounds, on groups of up to _MAX_PARTITIONS partitions (the greedy balances the generator's
 medium and larger presets within bounds, and the model grows with the partitions), and not
@@ -106,12 +106,15 @@ def place_leaders_exactly(goal: BalanceGoal, run: Run, g: int) -> bool:
         model.add(z >= math.ceil(lo / unit[goal.resource]) - total(goal.resource, b))
         above.append(a)
         below.append(z)
-    outside = [len(brokers) * a for a in above] + below  # as _outside weighs them
-    model.minimize(sum(outside))
+    top = model.new_int_var(0, 1000 * _SCALE, "top")
+    model.add_max_equality(top, above)
+    n = len(brokers)
+    outside = n * n * top + sum(n * a for a in above) + sum(below)  # as _outside weighs it
+    model.minimize(outside)
     first = _solver()
     if first.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return False
-    model.add(sum(outside) <= round(first.objective_value))
+    model.add(outside <= round(first.objective_value))
     model.minimize(sum(x for p, options in choice.items() for b, x in options.items()
                        if b != st.replicas[p][0]))  # then the fewest leadership changes
     second = _solver()
@@ -127,11 +130,14 @@ def _leader_vetoes(run: Run) -> list[BalanceGoal]:
 
 
 def _outside(goal: BalanceGoal, run: Run, g: int, brokers: list[int]) -> float:
-    """How far goal's brokers are outside its bounds: the highest load first (what max / mean
-    reports), a broker above the bounds weighing as much as every broker below them could."""
+    """How far goal's brokers are outside its bounds, as the model weighs it: the highest load
+    above them first (what max / mean reports), then a broker above them as much as every
+    broker below them could be."""
     lo, hi = goal.bounds(run, g)
     load = run.state.load(goal.resource)
-    return sum(len(brokers) * max(0.0, load[b] - hi) + max(0.0, lo - load[b]) for b in brokers)
+    n = len(brokers)
+    above = [max(0.0, load[b] - hi) for b in brokers]
+    return n * n * max(above) + sum(n * a + max(0.0, lo - load[b]) for a, b in zip(above, brokers, strict=True))
 
 
 def _apply(goal: BalanceGoal, run: Run, g: int, brokers: list[int], leaders: dict[int, int]) -> bool:
