@@ -265,12 +265,19 @@ class ClusterCore:
                 self._change(p, leader=leader, isr=[leader])
 
     def _stop_replica(self, p: EmulatedPartition, broker_id: int) -> None:
-        """OfflineReplica then NonExistentReplica: leave the ISR, delete the data."""
+        """OfflineReplica then NonExistentReplica: leave the ISR, delete the data.
+
+        ZooKeeper mode keeps an ISR of one as it is (KafkaController.doRemoveReplicasFromIsr):
+        a cancel that stops every ISR member leaves the last one stopped in the ISR, leaderless,
+        though no longer a replica."""
         if broker_id in p.isr:
             isr = [r for r in p.isr if r != broker_id]
+            if self.mode == "zk" and not isr:
+                isr = list(p.isr)
             if p.leader == broker_id:
                 leader = self._first_eligible(p, [r for r in p.replicas if r in isr])
-                self._change(p, leader=leader, isr=isr if leader != NO_LEADER else p.isr)
+                keep = isr if leader != NO_LEADER or self.mode == "zk" else p.isr
+                self._change(p, leader=leader, isr=keep)
             else:
                 self._change(p, isr=isr, bump_leader_epoch=self.mode == "zk")
         p.replica_bytes.pop(broker_id, None)
