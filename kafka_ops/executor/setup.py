@@ -134,6 +134,10 @@ def reconcile(
             state.submitted.add(task.tp)
         elif current == task.step_target:
             state.submitted.add(task.tp)  # finished while we were away: observed next poll
+        elif in_flight_toward(current, task.step_source, task.step_target):
+            # Ours, in flight when the replicas were read and finished by the time the
+            # reassignments were listed (a loaded machine: the fault test's SIGKILL resume).
+            state.submitted.add(task.tp)
         elif current == task.step_source:
             state.submitted.discard(task.tp)  # never reached the cluster: send it again
         else:
@@ -176,6 +180,14 @@ def alive(cluster: ClusterModel, broker_id: int) -> bool:
     """ZooKeeper forgets a dead broker that holds no replica: unknown counts as offline."""
     broker = cluster.brokers.get(broker_id)
     return broker is not None and broker.alive
+
+
+def in_flight_toward(current: tuple[int, ...], source: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Kafka's replica list while a reassignment from source to target runs: the target, then
+    the source replicas that are leaving (ZooKeeper mode's TRS ++ ORS, KRaft's target +
+    removing)."""
+    n = len(target)
+    return len(current) > n and tuple(current[:n]) == tuple(target) and set(current[n:]) <= set(source)
 
 
 def drift_reason(expected: tuple[int, ...], current: tuple[int, ...]) -> str:

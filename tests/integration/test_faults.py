@@ -250,7 +250,7 @@ def test_executor_sigkilled_mid_run_resumes_to_the_plan(env: Env) -> None:
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
     result = env.run(env.execute_cmd())
-    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     env.final_checks(at_plan)
 
 

@@ -336,3 +336,27 @@ def test_a_failed_execution_ends_with_a_report_and_further_steps_do_nothing(tmp_
     report = later.report()
     assert report.status == "failed" and "changed during the execution" in report.message
     clean(backend)
+
+
+def test_a_resume_recognises_its_own_move_in_flight_though_the_listing_shows_it_done() -> None:
+    """The resume reads the replicas, then lists the reassignments: a move finishing between the
+    two reads shows in flight in the first (target, then the replicas leaving) and absent from
+    the second. It is ours, not a change made outside kafka-ops (a SIGKILL resume under load
+    failed so)."""
+    from kafka_ops.executor.setup import new_execution, reconcile
+    from kafka_ops.executor.tasks import TaskState
+
+    cluster = model()
+    tp = sorted(ORIGINAL)[0]
+    source = ORIGINAL[tp]
+    target = tuple(b for b in BROKERS if b not in source)[:len(source)]
+    plan = ReassignmentPlan.from_assignment({tp: target})
+    state = new_execution(plan, None, options(), cluster, 0.0)
+    task = next(t for t in state.tasks if t.tp == tp)
+    task.transition(TaskState.IN_PROGRESS, 0.0)
+    in_flight = cluster.with_assignment({tp: target + source})
+    reconcile(state, in_flight, {}, 1.0)
+    assert task.state is TaskState.IN_PROGRESS and tp in state.submitted
+    drifted = cluster.with_assignment({tp: (source[0], *target)})
+    reconcile(state, drifted, {}, 2.0)
+    assert task.state is TaskState.DEAD and "changed outside kafka-ops" in task.error
