@@ -120,6 +120,8 @@ class ReplicaCountGoal(BalanceGoal):
             # meet again (21 brokers at 70% disk, seed 1: a giver left 10 above the bound
             # while every taker had a replica's room).
             self._fill_to_bounds(run, brokers, cands, mean, topics, lo, hi)
+        if any(st.count[b] > hi for b in brokers):
+            self._exchange_over(run, brokers, cands, topics, hi)
 
     def _fill_to_bounds(self, run: Run, brokers: Sequence[int], cands: Mapping[int, BySize],
                         mean: _Means, topics: TopicIndex, lo: float, hi: float) -> bool:
@@ -175,26 +177,62 @@ class ReplicaCountGoal(BalanceGoal):
             givers = [b for b in brokers if st.count[b] > floor and (not same_rack or st.rack[b] == st.rack[t])]
             for s in sorted(givers, key=lambda b: -st.count[b]):
                 while st.count[t] < lo and st.count[s] > floor:
-                    moves = self._exchange_moves(run, s, t, on[t], cands[s], floor)
-                    if moves is None or not run.room_for_move(sum(st.size[p] for p, _, _ in moves), len(moves)):
+                    most = min(int(floor - st.count[t]), int(st.count[s] - floor)) + 1
+                    if not self._make_exchange(run, s, t, on, cands[s], cands, topics, most):
                         break
-                    for p, a, b in moves:
-                        st.move(p, a, b)
-                        cands[a].remove(st.size[p], p)
-                        topics.forget(a, p)
-                        topics.moved(p, a, b)
-                        on[a].remove(p)
-                        on[b].append(p)
+
+    def _exchange_over(self, run: Run, brokers: Sequence[int], cands: Mapping[int, BySize],
+                       topics: TopicIndex, hi: float) -> None:
+        """Givers left above the upper bound whose takers are all full: each gives a taker
+        its smallest replicas, the ones this plan brought it included, for one large replica
+        of the taker's, its count down, the taker's disk in its limit.
+
+        A hard-goal drain can fill a new broker of a full rack far above the count, and all
+        its replicas came in this plan: no move but a re-target of those may leave it, and no
+        single one fits a full rack mate (crowded-medium on 15 brokers at 70% disk, three new,
+        seed 0: the rack of a dead broker, four live brokers at their disk limit, counts 813 to
+        965 against a ceiling of 862; now 861 to 862). A re-target copies nothing new: the
+        replica still moves once, from its original broker to the taker."""
+        st = run.state
+        on = run.replicas_on()
+        for s in sorted((b for b in brokers if st.count[b] > hi), key=lambda b: -st.count[b]):
+            takers = sorted((b for b in brokers if st.count[b] < hi and run.dst_ok[b]),
+                            key=lambda b: (st.rack[b] != st.rack[s], st.count[b], b))
+            for t in takers:
+                from_s = BySize(sorted((st.size[p], p) for p in on[s]))
+                while st.count[t] < hi and st.count[s] > hi:
+                    most = min(int(hi - st.count[t]), int(st.count[s] - hi)) + 1
+                    if not self._make_exchange(run, s, t, on, from_s, cands, topics, most):
+                        break
+                if st.count[s] <= hi:
+                    break
+
+    def _make_exchange(self, run: Run, s: int, t: int, on: list[list[int]], from_s: BySize,
+               cands: Mapping[int, BySize], topics: TopicIndex, most: int) -> bool:
+        """Makes _exchange_moves' exchange between s and t, if any and the budget allows."""
+        st = run.state
+        moves = self._exchange_moves(run, s, t, on[t], from_s, most)
+        if moves is None or not run.room_for_move(sum(st.size[p] for p, _, _ in moves), len(moves)):
+            return False
+        for p, a, b in moves:
+            st.move(p, a, b)
+            cands[a].remove(st.size[p], p)
+            if a == s:
+                from_s.remove(st.size[p], p)
+            topics.forget(a, p)
+            topics.moved(p, a, b)
+            on[a].remove(p)
+            on[b].append(p)
+        return True
 
     def _exchange_moves(self, run: Run, s: int, t: int, on_t: Sequence[int], from_s: BySize,
-                        lo: float) -> list[tuple[int, int, int]] | None:
+                        most: int) -> list[tuple[int, int, int]] | None:
         """One of t's largest replicas that s's disk can take for what it gives, to s, and as
-        many of s's smallest to t as t's disk takes (two at least, neither count crossing the
-        lower bound), every veto agreeing; None if none."""
+        many of s's smallest to t as t's disk takes (two at least, at most ``most``: t gains
+        one less), every veto agreeing; None if none."""
         st = run.state
         limits = CapacityGoal().limits
         room_t = limits(run, t)[0] - st.disk[t]
-        most = min(int(lo - st.count[t]), int(st.count[s] - lo)) + 1  # of s's replicas
         # What s can take of t's for its smallest replicas: where s is full too (a rack of full
         # brokers: crowded-medium on 15 brokers at 70% disk, seed 0, rack a), t's largest are
         # more than all s may give, and a replica near that is what an exchange can move.
@@ -219,7 +257,7 @@ class ReplicaCountGoal(BalanceGoal):
             for x, r in from_s.items:
                 if len(moves) > most or x > room:
                     break
-                if allowed(r, s, t):
+                if allowed(r, s, t, retarget=not st.movable(r, s)):
                     moves.append((r, s, t))
                     room -= x
             while len(moves) > 2:

@@ -149,15 +149,17 @@ def test_givers_left_above_the_bound_after_the_exchanges_fill_the_takers_they_ma
     assert _after(plan_rebalance(c))["replica_count"] <= 1
 
 
-def test_a_full_taker_trades_with_a_full_rack_mate_a_replica_its_smallest_ones_can_pay_for() -> None:
+def test_full_rack_mates_trade_until_the_counts_reach_the_floor_the_racks_allow() -> None:
     # 15 brokers at 70% disk, three new, a dead one in rack a: its four live brokers all at
-    # their disk limit. Broker 9 (626 replicas) weighed only its largest replicas (~70 GiB) for
-    # an exchange, more than its rack mates' smallest replicas could pay for: the counts ended
-    # 357 apart. The replicas that arrived on the new broker 12 may not move again (the floor
-    # is 62, which needs them to), so this pins the trade, not the floor.
+    # their disk limit, the rack forced to 800..862 replicas a broker (the floor is 62).
+    # Broker 9 (626 replicas) weighed only its largest replicas (~70 GiB) for an exchange, more
+    # than its rack mates' smallest could pay for: the counts ended 357 apart (234 with the
+    # next fix alone). Then the new broker 12, filled to 965 by the drain of the dead broker,
+    # had no replica that might move again: 165 apart until its drained replicas were
+    # re-targeted to a full rack mate for one large replica back.
     c = generate_cluster("crowded-medium", seed=0, brokers=15, partitions=4000, disk_utilisation=0.7,
                          new_brokers=3)
-    assert _after(plan_rebalance(c))["replica_count"] <= 165
+    assert _after(plan_rebalance(c))["replica_count"] == 62
 
 
 def test_leadership_changes_are_preferred_over_replica_moves() -> None:
