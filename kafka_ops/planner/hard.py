@@ -8,7 +8,8 @@ own optimisation, planning stops with a ValidationError naming the goal and the 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -16,6 +17,26 @@ from kafka_ops.errors import ValidationError
 from kafka_ops.model import BrokerCapacity
 from kafka_ops.planner.context import Move, Run
 from kafka_ops.planner.state import WorkingState
+
+_TIGHT_FILL = 0.95  # a pool or rack its must-hold load fills this far is named in a "may exist" error
+
+
+class _Fill(NamedTuple):
+    """What a pool (rack None) or a rack of it must hold of a resource, and its limits' sum."""
+
+    resource_index: int  # 0 disk, 1 network in
+    pool: str
+    rack: str | None
+    brokers: int
+    must: float
+    room: float
+
+    @property
+    def resource(self) -> str:
+        return ("disk", "network-in")[self.resource_index]
+
+    def amount(self, x: float) -> str:
+        return f"{x / 1024**3:,.1f} GiB" if self.resource_index == 0 else f"{x:,.1f} B/s"
 
 
 class HardGoal:
@@ -656,6 +677,34 @@ class CapacityGoal(HardGoal):
         rack of three live brokers beside racks of four holds a third of the RF-3 partitions,
         and at 70% disk that was 1.07 x its limits. The greedy goals then failed with "broker 3
         is above its disk limit", which says neither that no plan exists nor why."""
+        for fill in self._fills(run, limits, rack_rule):
+            if fill.must > fill.room:
+                where = (f"the replicas of {fill.pool!r} take" if fill.rack is None else
+                         f"rack {fill.rack!r} of {fill.pool!r} must hold")
+                why = "" if fill.rack is None else (" (rack_awareness: its share of every partition the "
+                                                    "other racks may not hold more of)")
+                return (f"capacity: {where} {fill.amount(fill.must)} of {fill.resource}{why}, more than "
+                        f"its {fill.brokers} live brokers' limits add up to ({fill.amount(fill.room)}; limits "
+                        f"are capacity x capacity_threshold): no plan fits them; add brokers"
+                        f"{'' if fill.rack is None else ' to the rack'} or raise the limits")
+        return None
+
+    def tightest_fill(self, run: Run) -> str | None:
+        """The pool or rack whose limits the replicas it must hold fill most, when above 95%:
+        where a plan, if any, is a bin packing that tight, as a clause for an error message."""
+        limits = [self.limits(run, b) for b in range(run.state.nb)]
+        fills = [f for f in self._fills(run, limits, True) if f.room > 0]
+        fill = max(fills, key=lambda f: f.must / f.room, default=None)
+        if fill is None or fill.must < _TIGHT_FILL * fill.room:
+            return None
+        who = f"{fill.pool!r}" if fill.rack is None else f"rack {fill.rack!r} of {fill.pool!r}"
+        return (f"{who} must hold {fill.amount(fill.must)} of {fill.resource} within its {fill.brokers} "
+                f"live brokers' limits of {fill.amount(fill.room)} ({fill.must / fill.room:.2%} full)")
+
+    def _fills(self, run: Run, limits: Sequence[tuple[float, float, float, float]],
+               rack_rule: bool) -> Iterator[_Fill]:
+        """Per pool, and with ``rack_rule`` per rack of it, the disk and network in its live
+        brokers must hold at least, against their limits (see _over_pool)."""
         st = run.state
         inf = float("inf")
         for g, group in enumerate(st.groups):
@@ -679,13 +728,8 @@ class CapacityGoal(HardGoal):
                             held[b][i] += load[i]
                             total[i] += load[i]
             for i in checked:
-                name, unit, scale = (("disk", "GiB", 1024**3), ("network-in", "B/s", 1))[i]
                 room = sum(max(limits[b][i], held[b][i]) for b in live)
-                if total[i] > room:
-                    return (f"capacity: the replicas of {group.name!r} take {total[i] / scale:,.1f} {unit} of "
-                            f"{name}, more than its {len(live)} live brokers' limits add up to "
-                            f"({room / scale:,.1f} {unit}; limits are capacity x capacity_threshold): no plan "
-                            f"fits them; add brokers or raise the limits")
+                yield _Fill(i, group.name, None, len(live), total[i], room)
                 if not rack_rule:
                     continue
                 forced = rack_forced(run, g, _movable_weight(run, st.size if i == 0 else st.bytes_in))
@@ -693,15 +737,8 @@ class CapacityGoal(HardGoal):
                     members = [b for b in live if st.rack[b] == r]
                     must += sum(held[b][i] for b in members)
                     room = sum(max(limits[b][i], held[b][i]) for b in members)
-                    if must > room:
-                        rack = st.cluster.rack_of(st.broker_ids[members[0]])
-                        return (f"capacity: rack {rack!r} of {group.name!r} must hold {must / scale:,.1f} {unit} "
-                                f"of {name} (rack_awareness: its share of every partition the other racks "
-                                f"may not hold more of), more than its {len(members)} live brokers' limits "
-                                f"add up to ({room / scale:,.1f} {unit}; limits are capacity x "
-                                f"capacity_threshold): no plan fits them; add brokers to the rack or raise "
-                                f"the limits")
-        return None
+                    yield _Fill(i, group.name, st.cluster.rack_of(st.broker_ids[members[0]]),
+                                len(members), must, room)
 
     def _hand_off_leaderships(self, run: Run, b: int, on: Sequence[int]) -> None:
         """Network out above the limit: leaderships go first, the heaviest first, each to the

@@ -118,9 +118,11 @@ def _exact_repair(run: Run, fixing: list[HardGoal], greedy: ValidationError) -> 
         except ValidationError:
             pass
     if packed is None:
+        tight = capacity.tightest_fill(run)
         raise ValidationError(f"{greedy} (no placement found: the greedy repair is stuck and the start is "
-                              f"too large to try every assignment, so one may still exist; room on more "
-                              f"brokers or higher limits gives the plan a way out)") from None
+                              f"too large to try every assignment, so one may still exist"
+                              f"{'' if tight is None else f': {tight}'}; room on more brokers or higher "
+                              f"limits gives the plan a way out)") from None
     raise greedy from None
 
 
