@@ -20,8 +20,9 @@ uneven, 12 with fewer), then how many leaderships change. Its budget is determin
 with one worker, so a plan does not depend on the machine's speed. It runs only where the
 goal's greedy left a broker outside its bounds, on groups of up to _MAX_PARTITIONS partitions
 (the greedy balances the generator's medium and larger presets within bounds, and the model
-grows with the partitions), and not under a leader-change cap or after a topic goal (a custom
-goal order): neither is modelled.
+grows with the partitions), and not after a topic goal (a custom goal order: its rules are not
+modelled). Under a leader-change cap the model may change at most the leaderships the cap leaves
+(the cap counts changes made, as WorkingState.leader_changes does).
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ def place_leaders_exactly(goal: BalanceGoal, run: Run, g: int) -> bool:
     st = run.state
     brokers = run.group_brokers(g)
     parts = [p for p in range(st.np) if st.group_of(p) == g]
-    if (not brokers or len(parts) > _MAX_PARTITIONS or run.options.max_leader_changes is not None
+    cap = run.options.max_leader_changes
+    budget = None if cap is None else cap - st.leader_changes  # changes the cap leaves
+    if (not brokers or len(parts) > _MAX_PARTITIONS or (budget is not None and budget <= 0)
             or _outside(goal, run, g, brokers) == 0):
         return False
     if any(not v.hard and getattr(v, "leader_only", None) is None for v in run.vetoes):
@@ -100,6 +103,10 @@ def place_leaders_exactly(goal: BalanceGoal, run: Run, g: int) -> bool:
             cap = capacity.limits(run, b)[2]  # type: ignore[attr-defined]
             if math.isfinite(cap):
                 keep("network_out", b, -math.inf, max(cap, st.net_out[b]))
+    changes = cp_model.LinearExpr.sum([x for p, options in choice.items() for b, x in options.items()
+                                       if b != st.replicas[p][0]])
+    if budget is not None:
+        model.add(changes <= budget)
     lo, hi = goal.bounds(run, g)
     above, below = [], []
     for b in brokers:
@@ -118,8 +125,6 @@ def place_leaders_exactly(goal: BalanceGoal, run: Run, g: int) -> bool:
     if first.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return False
     model.add(outside <= round(first.objective_value))
-    changes = cp_model.LinearExpr.sum([x for p, options in choice.items() for b, x in options.items()
-                                       if b != st.replicas[p][0]])
     model.minimize(len(choice) * _topic_excess(model, run, parts, brokers, choice) + changes)
     second = _solver()
     if second.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
