@@ -14,6 +14,9 @@ spread within 2x its floor and never worse than the start; moves <= 1.10 x the c
 Timings on a shared, loaded machine are upper bounds: CPU time is printed beside wall time.
 ``--seeds 0-7`` sweeps seeds instead: one line per preset and seed with the targets it misses
 (plan_metrics.targets_missed; loads whose rack floor is above the target are not counted).
+``--set KEY=VALUE`` overrides the generator (brokers, partitions, new_brokers,
+disk_utilisation, ...): the crowded shapes near the disk limits, e.g. 15 brokers / 4,000
+partitions / 3 new at 70% disk. A start the planner refuses prints the time it took to say so.
 """
 
 from __future__ import annotations
@@ -31,20 +34,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from plan_metrics import moves, score, targets_missed  # noqa: E402
 
+from kafka_ops.errors import ValidationError  # noqa: E402
 from kafka_ops.generator import generate_cluster  # noqa: E402
 from kafka_ops.planner import PlannerOptions, plan_rebalance  # noqa: E402
 
 PRESETS = ["medium", "crowded-medium", "large", "xl", "crowded-xl", "xxl"]
 
 
-def run_preset(preset: str, seed: int) -> dict[str, Any]:
+def run_preset(preset: str, seed: int, overrides: dict[str, float] | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
-    cluster = generate_cluster(preset, seed=seed)
+    cluster = generate_cluster(preset, seed=seed, **(overrides or {}))
     gen_s = time.perf_counter() - t0
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     cpu = time.process_time()
     wall = time.perf_counter()
-    result = plan_rebalance(cluster, options=PlannerOptions())
+    try:
+        result = plan_rebalance(cluster, options=PlannerOptions())
+    except ValidationError as refused:  # a start with no plan (or none found): the time to say so
+        return {"preset": preset, "seed": seed, "refused": str(refused),
+                "wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu}
     wall = time.perf_counter() - wall
     cpu = time.process_time() - cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -125,6 +133,10 @@ def print_table(results: list[dict[str, Any]]) -> None:
 def print_sweep(results: list[dict[str, Any]]) -> None:
     """One line per (preset, seed): the key numbers and the targets missed."""
     for r in results:
+        if "refused" in r:
+            print(f"{r['preset']:<15} seed {r['seed']:<3} CPU {r['cpu_s']:6.1f} s  refused: {r['refused']}",
+                  flush=True)
+            continue
         a, c = r["after"], r["cost"]
         print(f"{r['preset']:<15} seed {r['seed']:<3} CPU {r['cpu_s']:6.1f} s  moves/bound "
               f"{c['moves'] / max(1, c['moves_bound']):.3f}  bytes/bound "
@@ -141,7 +153,10 @@ def main() -> None:
     parser.add_argument("--seeds", metavar="A-B",
                         help="a sweep over seeds A..B: one line per preset and seed, no table")
     parser.add_argument("--json", metavar="OUT", help="also write the results as JSON")
+    parser.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
+                        help="a generator override, e.g. --set brokers=15 --set disk_utilisation=0.7")
     args = parser.parse_args()
+    overrides = {k: float(v) if "." in v else int(v) for k, v in (kv.split("=", 1) for kv in args.set)}
     ctx = multiprocessing.get_context("spawn")
     results = []
     first, _, last = (args.seeds or str(args.seed)).partition("-")
@@ -149,13 +164,16 @@ def main() -> None:
     for preset in args.presets:
         for seed in seeds:
             with ctx.Pool(1) as pool:
-                results.append(pool.apply(run_preset, (preset, seed)))
+                results.append(pool.apply(run_preset, (preset, seed, overrides)))
             if args.seeds:
                 print_sweep(results[-1:])
             else:
                 print(f"{preset}: planned in {results[-1]['wall_s']:.1f} s", file=sys.stderr)
     if not args.seeds:
-        print_table(results)
+        print_table([r for r in results if "refused" not in r])
+        for r in results:
+            if "refused" in r:
+                print(f"{r['preset']}: refused after {r['wall_s']:.1f} s: {r['refused']}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
 
