@@ -208,7 +208,7 @@ class ReplicaCountGoal(BalanceGoal):
                     break
 
     def _make_exchange(self, run: Run, s: int, t: int, on: list[list[int]], from_s: BySize,
-               cands: Mapping[int, BySize], topics: TopicIndex, most: int) -> bool:
+                       cands: Mapping[int, BySize], topics: TopicIndex, most: int) -> bool:
         """Makes _exchange_moves' exchange between s and t, if any and the budget allows."""
         st = run.state
         moves = self._exchange_moves(run, s, t, on[t], from_s, most)
