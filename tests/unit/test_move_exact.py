@@ -1,0 +1,66 @@
+"""Small clusters re-placed exactly after the goals (move_exact.py): fewer moves, nothing worse.
+
+The clusters are bench_small.py's seeds 1, 2 and 8 (the generator's small preset with its
+overrides), drawn, not shaped for the pass. The expected answer is the greedy plan itself: the
+pass may only take a plan that moves and copies no more, and leaves every goal's measure (max /
+mean, max - min, brokers and topics out of bounds) no worse.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_ops.generator import generate_cluster
+from kafka_ops.model import ClusterModel
+from kafka_ops.planner import PlannerOptions, PlanResult, move_exact, plan_rebalance
+
+SHAPES = {
+    1: {"brokers": 6, "partitions": 40, "hot_topic_share": 0.1, "new_brokers": 0, "hand_moved_share": 0.05},
+    2: {"brokers": 6, "partitions": 40, "hot_topic_share": 0.02, "new_brokers": 1, "hand_moved_share": 0.0},
+    8: {"brokers": 6, "partitions": 150, "hot_topic_share": 0.1, "new_brokers": 0, "hand_moved_share": 0.0},
+}
+
+
+def _cluster(seed: int) -> ClusterModel:
+    return generate_cluster("small", seed, **SHAPES[seed])
+
+
+def _measures(result: PlanResult) -> dict[str, dict[str, float]]:
+    return {g.name: g.after for g in result.summary.goals}
+
+
+@pytest.mark.parametrize("seed", sorted(SHAPES))
+def test_the_pass_moves_no_more_and_leaves_no_goal_worse(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster = _cluster(seed)
+    exact = plan_rebalance(cluster)
+    monkeypatch.setattr(move_exact, "_MAX_PARTITIONS", 0)  # the goals alone
+    greedy = plan_rebalance(cluster)
+    e, g = exact.summary, greedy.summary
+    assert e.replica_moves <= g.replica_moves and e.bytes_moved <= g.bytes_moved
+    for name, after in _measures(exact).items():
+        for key, value in after.items():
+            assert value <= _measures(greedy)[name][key] + 1e-9, (name, key)
+    assert not any(goal.worse for goal in e.goals)
+
+
+def test_a_plan_of_45_moves_makes_do_with_41() -> None:
+    """Seed 2: the goals moved 45 replicas where 39 reach the same loads (CP-SAT proved it:
+    bench_small.py --moves); with every topic as even and the bounds kept clear of rounding,
+    the pass finds 41."""
+    summary = plan_rebalance(_cluster(2)).summary
+    assert summary.replica_moves <= 41
+    assert "move savings" in summary.goal_seconds
+
+
+def test_the_same_cluster_gets_the_same_plan() -> None:
+    """One worker and a deterministic time budget: the plan does not depend on the machine."""
+    cluster = _cluster(8)
+    assert plan_rebalance(cluster).plan.replicas == plan_rebalance(cluster).plan.replicas
+
+
+def test_a_move_cap_leaves_the_goals_plan_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Caps are not modelled: under one the pass does not run."""
+    cluster = _cluster(2)
+    capped = plan_rebalance(cluster, options=PlannerOptions(max_moves=10_000))
+    monkeypatch.setattr(move_exact, "_MAX_PARTITIONS", 0)
+    assert capped.plan.replicas == plan_rebalance(cluster).plan.replicas
