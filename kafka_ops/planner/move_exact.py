@@ -12,7 +12,8 @@ plan's, is minimised. Every goal's measure must come out no worse than the plan'
 - the hard goals: distinct brokers, live brokers of the group that may receive, the rack limit,
   and the capacity limits;
 - per broker, each balance goal's load (replicas, leaders, disk, network in and out, leader
-  bytes-in) within the goal's bounds, or no further outside them than the plan left it;
+  bytes-in) no higher than the plan's highest broker and no lower than its lowest, and within
+  the goal's bounds where the plan left it within them (kept clear of rounding);
 - per topic and broker, its replicas and its leaderships between the plan's fewest and most.
 
 The plan is the solve's hint, and the result is taken only if, in the planner's own float
