@@ -146,8 +146,9 @@ class _Model:
     def _keep_loads(self, goals: Sequence[SoftGoal], live: list[int], unit: dict[str, float],
                     now: dict[str, dict[int, int]], fixed: dict[str, dict[int, int]],
                     terms: dict[tuple[str, int], list[tuple[int, cp_model.IntVar]]]) -> None:
-        """Each broker's load within its goal's bounds, or no further out than the plan left it
-        (both in the model's rounded units), and within its capacity limits."""
+        """Each broker's loads between the plan's lowest and highest broker, within the goal's
+        bounds where the plan left it within them, and within its capacity limits (in the
+        model's rounded units, the plan's own loads always allowed)."""
         bounds = {g.resource: g.bounds(self.run, 0) for g in goals if isinstance(g, BalanceGoal)}
         capacity = next(g for g in HARD_GOALS if isinstance(g, CapacityGoal))
         slot = {"disk": 0, "network_in": 1, "network_out": 2, "replicas": 3}
