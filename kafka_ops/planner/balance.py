@@ -563,7 +563,8 @@ class BalanceGoal:
 
     def _balance_leader_count(self, run: Run, g: int) -> None:
         """Even out leader counts by moving leadership between replicas of a partition (no
-        data moves), on a per-broker leader index.
+        data moves), on a per-broker leader index; a partition of one replica moves only where
+        nothing else evens a broker (_move_sole_replica).
 
         Each transfer moves one leader, so the key is the topic crowding, then the other
         broker's leader count, then the partition; each broker's scan visits only the
@@ -678,7 +679,16 @@ class BalanceGoal:
             if best is None:
                 chain = self._leader_chain(run, g, w, above, index)
                 if chain is None:
-                    stuck.add(w)
+                    moved = None if taker is not None else _move_sole_replica(run, g, w, above, led, load)
+                    if moved is None:
+                        stuck.add(w)
+                    else:  # the leader count and topic crowding follow the replica
+                        p, old, new = moved
+                        index.relocated(p, old, new)
+                        kt, t_hi = topic[p] * nb, lead_range[topic[p]][1]
+                        for b, was in ((old, 1), (new, -1)):
+                            n = tl.get(kt + b, 0)
+                            crowded[b] += (n > t_hi) - (n + was > t_hi)
                 else:
                     olds = [(p, replicas[p][0]) for p, _ in chain]
                     # Steps may share a topic and a broker: ``crowded`` from before and after.
@@ -796,3 +806,24 @@ def _apply(st: WorkingState, reps: BrokerReplicas, moves: Sequence[Move]) -> Non
     for p, src, dst in moves:
         st.move(p, src, dst)
     reps.moved(moves)
+
+
+def _move_sole_replica(run: Run, g: int, w: int, above: bool, led: Sequence[Sequence[int]],
+                       load: Sequence[float]) -> tuple[int, int, int] | None:
+    """Move a partition of one replica between w and a broker two or more leaders away; the
+    move made (partition, from, to), or None.
+
+    Such a partition changes leader only by moving, so no transfer or chain can shed it: four
+    partitions on 4 brokers, three of them RF 1, ended with leaders 2 apart. The last resort,
+    as it copies data: the smallest partition first, the emptiest (fullest) broker first, and
+    every earlier goal's veto holds (replica counts stay within one)."""
+    st = run.state
+    others = sorted((b for b in run.group_brokers(g) if b != w), key=lambda b: load[b], reverse=not above)
+    for b in others:
+        src, dst = (w, b) if above else (b, w)
+        if load[src] - load[dst] < 2:
+            break
+        for p in sorted((p for p in led[src] if len(st.replicas[p]) == 1), key=lambda p: st.size[p]):
+            if run.try_move(p, src, dst):
+                return p, src, dst
+    return None

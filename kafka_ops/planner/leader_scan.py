@@ -48,6 +48,11 @@ class LeaderIndex:
                 del gone[i]
             insort(came, p)
 
+    def relocated(self, p: int, old: int, new: int) -> None:
+        """The only replica of p moved from old to new, and its leadership with it."""
+        del self.led[old][bisect_left(self.led[old], p)]
+        insort(self.led[new], p)
+
 
 class TakerScan:
     """The leader count goal's taking-side scan with numpy: the same choice as the loop.

@@ -252,6 +252,28 @@ def test_leadership_is_passed_along_a_chain_when_no_direct_transfer_helps() -> N
     assert result.summary.replica_moves == 0
 
 
+@pytest.mark.parametrize("racks,rows", [
+    (None, [((0, 1), 18, 4), ((0,), 35, 2), ((0,), 40, 3), ((0,), 34, 4)]),
+    ("ab", [((0, 1), 40, 3), ((0,), 40, 1), ((0,), 19, 3)]),
+])
+def test_a_partition_of_one_replica_moves_when_no_leadership_transfer_evens_the_leaders(
+        racks: str | None, rows: list[tuple[tuple[int, ...], int, int]]) -> None:
+    """Found by a random hunt (1,500 tiny clusters, each checked by trying every assignment):
+    the replica count goal left two RF-1 partitions on broker 0, which then led 2 where a
+    broker led none. An RF-1 partition changes leader only by moving, so the leader count goal
+    moves one, within the replica count goal's bounds."""
+    n = 4 if racks is None else 3
+    c = ClusterModel([Broker(b, None if racks is None else racks[b % 2]) for b in range(n)],
+                     [part(f"t{i}", 0, reps, size * GiB, rate) for i, (reps, rate, size) in enumerate(rows)])
+    result = plan_rebalance(c)
+    after = c.with_assignment(result.plan.replicas)
+    leaders = [len(after.leaders_on(b)) for b in range(n)]
+    replicas = [sum(b in p.replicas for p in after) for b in range(n)]
+    assert max(leaders) - min(leaders) <= 1, leaders
+    assert max(replicas) - min(replicas) <= 1, replicas
+    assert next(g for g in result.summary.goals if g.name == "leader_count").after["max_minus_min"] <= 1
+
+
 def test_topic_swaps_spread_a_topic_that_single_moves_cannot() -> None:
     # Counts and disk already even (4 and 4), but each topic sits on one broker.
     c = ClusterModel([Broker(0), Broker(1)],
