@@ -1,13 +1,14 @@
-"""Small clusters: the plan's balance with fewer moves, placed exactly by CP-SAT.
+"""Small clusters: the plan re-placed exactly by CP-SAT, with lower loads, then fewer moves.
 
 The goals run one after another, and each moves what the ones before left: the replica count
 goal picks which replicas move before the disk and leader-load goals know what they will need,
 and those then swap replicas again. On a cluster of 6-12 brokers each swap is a large share of
 the plan: bench_small.py --moves found plans of 38 moves where 28 reach the same loads (seed
-1), 263 where at most 237 do (seed 0). Here, after the goals, one model places every replica
-and leader of the group again: a replica on a broker its partition did not start on is a move
-and its size is copied; neither may exceed the plan's, and their sum, each as a share of the
-plan's, is minimised. Every goal's measure must come out no worse than the plan's:
+1), 263 where at most 237 do (seed 0). The greedy goals also stop above their bounds where
+only several replicas moved at once would reach them. Here, after the goals, one model places
+every replica and leader of the group again. A replica on a broker its partition did not start
+on is a move, and its size is copied. Every goal's measure must come out no worse than the
+plan's:
 
 - the hard goals: distinct brokers, live brokers of the group that may receive, the rack limit,
   and the capacity limits;
@@ -17,12 +18,19 @@ plan's, is minimised. Every goal's measure must come out no worse than the plan'
   rounding);
 - per topic and broker, its replicas and its leaderships between the plan's fewest and most.
 
-The plan is the solve's hint and its first solution; neighbourhood search improves on it. The
-result is taken only if, in the planner's own float loads, it moves and copies no more and one
-of them less, and no goal's measure got worse. One thread and a deterministic time budget: the
-plan does not depend on the machine. Only in a plain rebalance of one group of at most
-_MAX_PARTITIONS partitions with the default goals and no caps: pools, caps, modes and custom
-orders are not modelled.
+Two solves use it. `lower_loads` runs where the plan left a broker's disk or rate load above
+its goal's bound: it minimises the loads above the bounds, an earlier goal's weighing more, with
+up to _LOWER_MOVES times the plan's moves. On such a load any broker may rise to the plan's
+highest: the goal's brokers out of bounds may grow where it had some, its max / mean may not.
+`save_moves` then keeps the loads of whichever plan stands, and minimises the moves and bytes
+copied, neither above the plan's, each as a share of the plan's.
+
+The plan is each solve's hint and its first solution; neighbourhood search improves on it. A
+result is taken only if, in the planner's own float loads, no goal's measure got worse and it
+is better: for `lower_loads` a goal's max / mean or max - min is lower, for `save_moves` it
+moves and copies no more and one of them less. One thread and a deterministic time budget: the plan does not depend
+on the machine. Only in a plain rebalance of one group of at most _MAX_PARTITIONS partitions
+with the default goals and no caps: pools, caps, modes and custom orders are not modelled.
 """
 
 from __future__ import annotations
@@ -40,32 +48,60 @@ from kafka_ops.planner.hard import CapacityGoal, rack_limit
 _MAX_PARTITIONS = 1_000
 _PROVE = 0.2  # deterministic seconds for the default search to prove a small model optimal
 _BUDGET = 2.0  # deterministic seconds of neighbourhood search, where it did not
+_LOWER_MOVES = 1.5  # lowering the loads may move this many times the plan's replicas
+_WORST = 4  # lowering the loads: a load's worst broker weighs this many brokers above the bound
 _GRAIN = 100_000_000  # a broker's mean load, in the model's integer units
 _SCALE = 1_000_000  # the plan's moves, and its bytes, each cost this much in the objective
 _LEADS = ("leaders", "network_out", "leader_bytes_in")  # loads a replica carries only as leader
 
 
+def lower_loads(run: Run, goals: Sequence[SoftGoal]) -> bool:
+    """Re-place the group's replicas so that the disk and rate loads above their goals' bounds
+    are lower, where no goal gets worse; True if done."""
+    brokers = _group(run, goals)
+    if brokers is None:
+        return False
+    model = _Model(run, goals, brokers, lower=True)
+    if not model.excess:
+        return False
+    chosen = _solve(model)
+    return chosen is not None and _apply(run, goals, chosen, lower=True)
+
+
 def save_moves(run: Run, goals: Sequence[SoftGoal]) -> bool:
     """Re-place the group's replicas with fewer moves where no goal gets worse; True if done."""
+    brokers = _group(run, goals)
+    if brokers is None:
+        return False
+    chosen = _solve(_Model(run, goals, brokers))
+    return chosen is not None and _apply(run, goals, chosen)
+
+
+def _group(run: Run, goals: Sequence[SoftGoal]) -> list[int] | None:
+    """The brokers of the one group, where the model covers the plan; else None."""
     st = run.state
     o = run.options
     if (len(st.groups) != 1 or st.np > _MAX_PARTITIONS or run.leadership_only
             or tuple(g.name for g in goals) != DEFAULT_SOFT_GOALS or o.max_moves is not None
             or o.max_bytes is not None or o.max_leader_changes is not None or st.moves == 0):
-        return False
+        return None
     brokers = run.group_brokers(0)
     if not brokers or not all(run.dst_ok[b] for b in brokers):
-        return False
-    model = _Model(run, goals, brokers)
-    # The default search proves a small model optimal quickly; on a larger one it rarely improves
-    # on the hint (seed 9 of bench_small: not in 10 s), and neighbourhood search from the plan,
-    # a complete solution, takes over. That cannot prove optimality: it runs its whole budget.
+        return None
+    return brokers
+
+
+def _solve(model: _Model) -> dict[int, tuple[set[int], int]] | None:
+    """The default search proves a small model optimal quickly; on a larger one it rarely
+    improves on the hint (seed 9 of bench_small: not in 10 s), and neighbourhood search from the
+    plan, a complete solution, takes over. That cannot prove optimality: it runs its whole
+    budget."""
     solver = _solver(lns=False, budget=_PROVE)
     if solver.solve(model.m) != cp_model.OPTIMAL:
         solver = _solver(lns=True, budget=_BUDGET)
         if solver.solve(model.m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            return False
-    return _apply(run, goals, model.chosen(solver))
+            return None
+    return model.chosen(solver)
 
 
 def _solver(lns: bool, budget: float) -> cp_model.CpSolver:
@@ -83,9 +119,11 @@ def _solver(lns: bool, budget: float) -> cp_model.CpSolver:
 class _Model:
     """The CP-SAT model of the module doc, over the movable partitions."""
 
-    def __init__(self, run: Run, goals: Sequence[SoftGoal], brokers: list[int]) -> None:
+    def __init__(self, run: Run, goals: Sequence[SoftGoal], brokers: list[int],
+                 lower: bool = False) -> None:
         st = run.state
         self.run = run
+        self.lower = lower
         self.m = m = cp_model.CpModel()
         self.parts = [p for p in range(st.np) if run.partition_movable[p]]
         live = [b for b in brokers if st.eligible[b]]
@@ -141,11 +179,25 @@ class _Model:
                         terms.setdefault((r, b), []).append((wt, on[b]))
                     elif b in lead:
                         terms.setdefault((r, b), []).append((wt, lead[b]))
-        self._keep_loads(goals, live, unit, now, fixed, terms)
+        self.excess = self._keep_loads(goals, live, unit, now, fixed, terms)
         self._keep_topics(live)
+        stay_moves = st.moves - sum(len(set(st.replicas[p]) - set(st.original[p])) for p in self.parts)
+        if lower:
+            # The loads above the bounds first; of placements as low, the fewest moves.
+            m.add(sum(new) <= math.floor(st.moves * _LOWER_MOVES) - stay_moves)
+            # Each load's worst broker weighs _WORST times more: max / mean is the goal's
+            # measure; the sum draws the search to every broker above the bound.
+            worst: dict[str, tuple[int, cp_model.IntVar]] = {}
+            for r, weight, over, _ in self.excess:
+                if r not in worst:
+                    worst[r] = (weight, m.new_int_var(0, _GRAIN * 100, ""))
+                    m.add_hint(worst[r][1], max(start for q, _, _, start in self.excess if q == r))
+                m.add(worst[r][1] >= over)
+            m.minimize(sum(weight * over for _, weight, over, _ in self.excess)
+                       + sum(_WORST * weight * x for weight, x in worst.values()) + sum(new))
+            return
         # No more moves, nor bytes, than the plan (its moves of partitions that stay included);
         # fewer of both as a share of the plan's: moves and bytes weigh alike.
-        stay_moves = st.moves - sum(len(set(st.replicas[p]) - set(st.original[p])) for p in self.parts)
         stay_bytes = st.moved_bytes - sum(st.size[p] * len(set(st.replicas[p]) - set(st.original[p]))
                                           for p in self.parts)
         m.add(sum(new) <= st.moves - stay_moves)
@@ -162,12 +214,18 @@ class _Model:
 
     def _keep_loads(self, goals: Sequence[SoftGoal], live: list[int], unit: dict[str, float],
                     now: dict[str, dict[int, int]], fixed: dict[str, dict[int, int]],
-                    terms: dict[tuple[str, int], list[tuple[int, cp_model.IntVar]]]) -> None:
+                    terms: dict[tuple[str, int], list[tuple[int, cp_model.IntVar]]],
+                    ) -> list[tuple[str, int, cp_model.IntVar, int]]:
         """Each broker's loads no higher than the plan's highest broker, its counts no lower
         than the plan's lowest, within the goal's bounds where the plan left it within them,
         and within its capacity limits (in the model's rounded units, the plan's own loads
-        always allowed)."""
-        bounds = {g.resource: g.bounds(self.run, 0) for g in goals if isinstance(g, BalanceGoal)}
+        always allowed). For `lower_loads`, on a disk or rate load where the plan left a broker
+        above the bound: any broker up to the plan's highest, and each broker's excess above the
+        bound, weighed (an earlier goal's twice the next one's)."""
+        balance = [g for g in goals if isinstance(g, BalanceGoal)]
+        bounds = {g.resource: g.bounds(self.run, 0) for g in balance}
+        weight = {g.resource: 2 ** (len(balance) - i) for i, g in enumerate(balance) if not g.integer}
+        excess: list[tuple[str, int, cp_model.IntVar, int]] = []
         capacity = next(g for g in HARD_GOALS if isinstance(g, CapacityGoal))
         slot = {"disk": 0, "network_in": 1, "network_out": 2, "replicas": 3}
         for r, plan in now.items():
@@ -178,11 +236,14 @@ class _Model:
             # Rounding each item to the nearest unit errs by half a unit at most: a broker's sum by
             # this much, kept clear of the bounds so the planner's own floats stay within them.
             margin = 0 if r in ("replicas", "leaders") else len(self.parts) // 2 + 1
+            # Where the plan left a broker above a disk or rate load's bound, lower_loads lets
+            # any broker up to the plan's highest: lower loads elsewhere may need it.
+            missed = self.lower and r in weight and top > hi_u - margin
             for b in live:
                 total = sum(x * v for x, v in terms.get((r, b), [])) + fixed[r][b]
                 # No higher than the plan's highest (max / mean), and a broker within the goal's
                 # bounds stays within them; a count no lower than the plan's lowest (max - min).
-                high = max(min(hi_u - margin, top), plan[b]) if plan[b] <= hi_u else top
+                high = max(min(hi_u - margin, top), plan[b]) if plan[b] <= hi_u and not missed else top
                 if r in ("replicas", "leaders"):
                     low = min(max(lo_u + margin, bottom), plan[b]) if plan[b] >= lo_u else bottom
                 else:  # max / mean: only the bounds keep a broker up
@@ -193,6 +254,13 @@ class _Model:
                     self.m.add(total <= int(high))
                 if math.isfinite(low):
                     self.m.add(total >= int(low))
+                if missed:
+                    over = self.m.new_int_var(0, int(top - hi_u + margin), "")
+                    self.m.add(over >= total - int(hi_u - margin))
+                    start = int(max(0, plan[b] - hi_u + margin))
+                    self.m.add_hint(over, start)
+                    excess.append((r, weight[r], over, start))
+        return excess
 
     def _keep_topics(self, live: list[int]) -> None:
         """Each topic's replicas, and its leaderships, per broker between the plan's extremes."""
@@ -228,12 +296,15 @@ class _Model:
                 for p, on in self.on.items()}
 
 
-def _apply(run: Run, goals: Sequence[SoftGoal], chosen: dict[int, tuple[set[int], int]]) -> bool:
-    """Make the placement if it moves less and no goal's measure is worse, in the planner's own
-    float loads (the model's rounding is checked, not trusted); else take it back."""
+def _apply(run: Run, goals: Sequence[SoftGoal], chosen: dict[int, tuple[set[int], int]],
+           lower: bool = False) -> bool:
+    """Make the placement if no goal's measure is worse and it is better (lower: a goal's
+    measure is lower; else it moves less), in the planner's own float loads (the model's
+    rounding is checked, not trusted); else take it back."""
     st = run.state
     before = (st.moves, st.moved_bytes)
     measures = [g.measure(run) for g in goals]
+    imbalances = [g.imbalance(run) for g in goals]
     hard = [g.measure(run)["violations"] for g in HARD_GOALS]
     done: list[tuple[str, int, int, int]] = []
     for p, (brokers, leader) in chosen.items():
@@ -247,9 +318,16 @@ def _apply(run: Run, goals: Sequence[SoftGoal], chosen: dict[int, tuple[set[int]
             old = st.replicas[p][0]
             st.make_leader(p, leader)
             done.append(("lead", p, old, leader))
-    better = st.moves <= before[0] and st.moved_bytes <= before[1] and (st.moves, st.moved_bytes) != before
-    ok = (better and all(v <= m[k] + 1e-9 for g, m in zip(goals, measures, strict=True)
-                         for k, v in g.measure(run).items())
+    # Lowering a goal's worst broker may take more brokers past its bounds, where it already
+    # missed them on one; a goal within its bounds everywhere stays so.
+    kept = all(v <= m[k] + 1e-9 or (lower and k == "brokers_out_of_bounds" and m[k] > 0)
+               for g, m in zip(goals, measures, strict=True) for k, v in g.measure(run).items())
+    if lower:
+        better = any(g.imbalance(run) < i - 1e-9 for g, i in zip(goals, imbalances, strict=True))
+    else:
+        better = (st.moves <= before[0] and st.moved_bytes <= before[1]
+                  and (st.moves, st.moved_bytes) != before)
+    ok = (better and kept
           and all(g.measure(run)["violations"] <= h for g, h in zip(HARD_GOALS, hard, strict=True)))
     if not ok:
         for kind, p, a, b in reversed(done):

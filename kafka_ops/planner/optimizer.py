@@ -21,7 +21,7 @@ from kafka_ops.planner.context import PlannerOptions, Run
 from kafka_ops.planner.exact import solve_hard_goals
 from kafka_ops.planner.goals import HARD_GOALS, SoftGoal, soft_goals
 from kafka_ops.planner.hard import CapacityGoal, HardGoal
-from kafka_ops.planner.move_exact import save_moves
+from kafka_ops.planner.move_exact import lower_loads, save_moves
 from kafka_ops.planner.packing import pack_exactly
 from kafka_ops.planner.savings import save_bytes
 from kafka_ops.planner.state import WorkingState
@@ -271,10 +271,12 @@ def _optimize(state: WorkingState, options: PlannerOptions, mode: str,
         t0 = time.perf_counter()
         save_bytes(run)
         seconds["byte savings"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
         plain = mode == "rebalance" and movable is None and destinations is None and prepare is None
-        if plain and leave is None and save_moves(run, goals):
-            seconds["move savings"] = time.perf_counter() - t0
+        if plain and leave is None:
+            for name, exact in (("load lowering", lower_loads), ("move savings", save_moves)):
+                t0 = time.perf_counter()
+                if exact(run, goals):
+                    seconds[name] = time.perf_counter() - t0
     if _restore_reorders(run):
         worse.extend(g.name for g in goals
                      if g.name not in worse and g.imbalance(run) > starts[g.name] + 1e-9)

@@ -1,9 +1,12 @@
-"""Small clusters re-placed exactly after the goals (move_exact.py): fewer moves, nothing worse.
+"""Small clusters re-placed exactly after the goals (move_exact.py): lower loads where the goals
+left them above their bounds, then fewer moves; nothing worse.
 
-The clusters are bench_small.py's seeds 1, 2, 8 and 9 (the generator's small preset with its
-overrides), drawn, not shaped for the pass. The expected answer is the greedy plan itself: the
-pass may only take a plan that moves and copies no more, and leaves every goal's measure (max /
-mean, max - min, brokers and topics out of bounds) no worse.
+The clusters are bench_small.py's seeds 1, 2, 8, 9, 28 and 98 (the generator's small preset
+with its overrides), drawn, not shaped for the passes. The expected answer is the greedy plan
+itself. The move pass may only take a plan that moves and copies no more, and leaves every
+goal's measure (max / mean, max - min, brokers and topics out of bounds) no worse. The load pass
+may only take one that lowers a goal's max / mean or max - min and leaves the rest no worse,
+except the brokers out of bounds of a goal that was already out of bounds on one.
 """
 
 from __future__ import annotations
@@ -12,13 +15,15 @@ import pytest
 
 from kafka_ops.generator import generate_cluster
 from kafka_ops.model import ClusterModel
-from kafka_ops.planner import PlannerOptions, PlanResult, move_exact, plan_rebalance
+from kafka_ops.planner import PlannerOptions, PlanResult, move_exact, optimizer, plan_rebalance
 
 SHAPES = {
     1: {"brokers": 6, "partitions": 40, "hot_topic_share": 0.1, "new_brokers": 0, "hand_moved_share": 0.05},
     2: {"brokers": 6, "partitions": 40, "hot_topic_share": 0.02, "new_brokers": 1, "hand_moved_share": 0.0},
     8: {"brokers": 6, "partitions": 150, "hot_topic_share": 0.1, "new_brokers": 0, "hand_moved_share": 0.0},
     9: {"brokers": 12, "partitions": 150, "hot_topic_share": 0.1, "new_brokers": 0, "hand_moved_share": 0.0},
+    28: {"brokers": 6, "partitions": 80, "hot_topic_share": 0.3, "new_brokers": 2, "hand_moved_share": 0.15},
+    98: {"brokers": 9, "partitions": 40, "hot_topic_share": 0.1, "new_brokers": 1, "hand_moved_share": 0.0},
 }
 
 
@@ -30,18 +35,53 @@ def _measures(result: PlanResult) -> dict[str, dict[str, float]]:
     return {g.name: g.after for g in result.summary.goals}
 
 
-@pytest.mark.parametrize("seed", sorted(SHAPES))
-def test_the_pass_moves_no_more_and_leaves_no_goal_worse(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def _greedy(cluster: ClusterModel, monkeypatch: pytest.MonkeyPatch) -> PlanResult:
+    """The goals' plan, without either exact pass."""
+    with monkeypatch.context() as m:
+        m.setattr(move_exact, "_MAX_PARTITIONS", 0)
+        return plan_rebalance(cluster)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 8, 9])
+def test_the_move_pass_moves_no_more_and_leaves_no_goal_worse(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     cluster = _cluster(seed)
+    greedy = _greedy(cluster, monkeypatch)
+    monkeypatch.setattr(optimizer, "lower_loads", lambda run, goals: False)
     exact = plan_rebalance(cluster)
-    monkeypatch.setattr(move_exact, "_MAX_PARTITIONS", 0)  # the goals alone
-    greedy = plan_rebalance(cluster)
     e, g = exact.summary, greedy.summary
     assert e.replica_moves <= g.replica_moves and e.bytes_moved <= g.bytes_moved
     for name, after in _measures(exact).items():
         for key, value in after.items():
             assert value <= _measures(greedy)[name][key] + 1e-9, (name, key)
     assert not any(goal.worse for goal in e.goals)
+
+
+@pytest.mark.parametrize("seed", sorted(SHAPES))
+def test_both_passes_leave_no_goal_worse(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster = _cluster(seed)
+    greedy = _measures(_greedy(cluster, monkeypatch))
+    exact = plan_rebalance(cluster)
+    for name, after in _measures(exact).items():
+        for key, value in after.items():
+            was = greedy[name][key]
+            assert value <= was + 1e-9 or (key == "brokers_out_of_bounds" and was > 0), (name, key)
+    assert not any(goal.worse for goal in exact.summary.goals)
+
+
+@pytest.mark.parametrize(("seed", "greedy_max", "exact_max"), [(28, 1.19, 1.05), (98, 1.13, 1.05)])
+def test_network_in_the_goals_leave_above_its_bound_comes_down_to_it(
+        seed: int, greedy_max: float, exact_max: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The network-in goal moves one replica at a time and stops above 1.05 x the mean on both
+    (1.191 and 1.135); benchmarks/exact_targets.py's CP-SAT model says 1.05 is reachable with
+    disk no worse. The load pass reaches it, moving several replicas at once."""
+    cluster = _cluster(seed)
+    greedy = _measures(_greedy(cluster, monkeypatch))
+    result = plan_rebalance(cluster)
+    exact = _measures(result)
+    assert greedy["network_in"]["max_over_mean"] > greedy_max
+    assert exact["network_in"]["max_over_mean"] <= exact_max
+    assert exact["disk"]["max_over_mean"] <= greedy["disk"]["max_over_mean"]
+    assert "load lowering" in result.summary.goal_seconds
 
 
 def test_a_plan_of_45_moves_makes_do_with_41() -> None:
