@@ -71,9 +71,9 @@ def test_both_passes_leave_no_goal_worse(seed: int, monkeypatch: pytest.MonkeyPa
 @pytest.mark.parametrize(("seed", "greedy_max", "exact_max"), [(28, 1.19, 1.05), (98, 1.13, 1.05)])
 def test_network_in_the_goals_leave_above_its_bound_comes_down_to_it(
         seed: int, greedy_max: float, exact_max: float, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The network-in goal moves one replica at a time and stops above 1.05 x the mean on both
-    (1.191 and 1.135); benchmarks/exact_targets.py's CP-SAT model says 1.05 is reachable with
-    disk no worse. The load pass reaches it, moving several replicas at once."""
+    """The goals stop above 1.05 x the mean on both (1.191 and 1.135), where
+    benchmarks/exact_targets.py's CP-SAT model says 1.05 is reachable with disk no worse. The
+    load pass reaches it."""
     cluster = _cluster(seed)
     greedy = _measures(_greedy(cluster, monkeypatch))
     result = plan_rebalance(cluster)
