@@ -28,9 +28,11 @@ copied, neither above the plan's, each as a share of the plan's.
 The plan is each solve's hint and its first solution; neighbourhood search improves on it. A
 result is taken only if, in the planner's own float loads, no goal's measure got worse and it
 is better: for `lower_loads` a goal's max / mean or max - min is lower, for `save_moves` it
-moves and copies no more and one of them less. One thread and a deterministic time budget: the plan does not depend
-on the machine. Only in a plain rebalance of one group of at most _MAX_PARTITIONS partitions
-with the default goals and no caps: pools, caps, modes and custom orders are not modelled.
+moves and copies no more and one of them less. `lower_loads` stops searching once no load
+is above its bound: what is left is the moves, which `save_moves` trims. One thread and a
+deterministic time budget: the plan does not depend on the machine. Only in a plain rebalance of
+one group of at most _MAX_PARTITIONS partitions with the default goals and no caps: pools, caps,
+modes and custom orders are not modelled.
 """
 
 from __future__ import annotations
@@ -95,24 +97,26 @@ def _solve(model: _Model) -> dict[int, tuple[set[int], int]] | None:
     """The default search proves a small model optimal quickly; on a larger one it rarely
     improves on the hint (seed 9 of bench_small: not in 10 s), and neighbourhood search from the
     plan, a complete solution, takes over. That cannot prove optimality: it runs its whole
-    budget."""
-    solver = _solver(lns=False, budget=_PROVE)
+    budget, unless the objective reaches a bound it knows (the loads all within bounds, below)."""
+    solver = _solver(lns=False, budget=_PROVE, gap=model.gap)
     if solver.solve(model.m) != cp_model.OPTIMAL:
-        solver = _solver(lns=True, budget=_BUDGET)
+        solver = _solver(lns=True, budget=_BUDGET, gap=model.gap)
         if solver.solve(model.m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return None
     return model.chosen(solver)
 
 
-def _solver(lns: bool, budget: float) -> cp_model.CpSolver:
+def _solver(lns: bool, budget: float, gap: int) -> cp_model.CpSolver:
     """One thread and a deterministic budget: the plan does not depend on the machine. For
-    neighbourhood search, the LNS workers take turns on that thread (interleaved)."""
+    neighbourhood search, the LNS workers take turns on that thread (interleaved). The search
+    stops once its objective is within `gap` of the best bound it has proven."""
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.interleave_search = lns
     solver.parameters.use_lns_only = lns
     solver.parameters.max_deterministic_time = budget
     solver.parameters.random_seed = 0
+    solver.parameters.absolute_gap_limit = gap
     return solver
 
 
@@ -125,6 +129,7 @@ class _Model:
         self.run = run
         self.lower = lower
         self.m = m = cp_model.CpModel()
+        self.gap = 0  # how far from the proven bound a solution is good enough (see lower)
         self.parts = [p for p in range(st.np) if run.partition_movable[p]]
         live = [b for b in brokers if st.eligible[b]]
         loads = {r: st.load(r) for r in ("replicas", *_LEADS, "disk", "network_in")}
@@ -184,7 +189,11 @@ class _Model:
         stay_moves = st.moves - sum(len(set(st.replicas[p]) - set(st.original[p])) for p in self.parts)
         if lower:
             # The loads above the bounds first; of placements as low, the fewest moves.
-            m.add(sum(new) <= math.floor(st.moves * _LOWER_MOVES) - stay_moves)
+            cap = math.floor(st.moves * _LOWER_MOVES) - stay_moves
+            m.add(sum(new) <= cap)
+            # The moves only break ties (save_moves trims them next): once the loads above the
+            # bounds are as low as proven possible (no excess left, often), the search may stop.
+            self.gap = cap
             # Each load's worst broker weighs _WORST times more: max / mean is the goal's
             # measure; the sum draws the search to every broker above the bound.
             worst: dict[str, tuple[int, cp_model.IntVar]] = {}

@@ -84,6 +84,32 @@ def test_network_in_the_goals_leave_above_its_bound_comes_down_to_it(
     assert "load lowering" in result.summary.goal_seconds
 
 
+def test_the_load_pass_stops_once_no_load_is_above_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seed 1: the load pass brings every load within its bounds, where its moves only break
+    ties (the move pass trims them next). Its first, proving search stops there, proven. With
+    the moves counted to the last one it ran on into its 2 s of neighbourhood search."""
+    solves: list[tuple[bool, int, int, float]] = []
+    real = move_exact._solver
+
+    def solver(lns: bool, budget: float, gap: int):  # type: ignore[no-untyped-def]
+        s = real(lns, budget, gap)
+        solve = s.solve
+
+        def record(model):  # type: ignore[no-untyped-def]
+            status = solve(model)
+            solves.append((lns, gap, status, s.objective_value))
+            return status
+        s.solve = record  # type: ignore[method-assign]
+        return s
+
+    monkeypatch.setattr(move_exact, "_solver", solver)
+    result = plan_rebalance(_cluster(1))
+    lns, gap, status, objective = solves[0]  # the load pass's: it alone has a gap
+    assert gap > 0 and not lns and status == move_exact.cp_model.OPTIMAL
+    assert objective <= gap  # no load above its bound: what is left is the moves
+    assert "load lowering" in result.summary.goal_seconds
+
+
 def test_a_plan_of_45_moves_makes_do_with_41() -> None:
     """Seed 2: the goals moved 45 replicas where 39 reach the same loads (CP-SAT proved it:
     bench_small.py --moves); with every topic as even and the bounds kept clear of rounding,
