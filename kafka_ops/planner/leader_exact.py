@@ -214,5 +214,6 @@ def _solver() -> cp_model.CpSolver:
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.max_deterministic_time = _BUDGET
+    solver.parameters.max_time_in_seconds = 30.0  # a guard against a stalled solver (move_exact)
     solver.parameters.random_seed = 0
     return solver

@@ -132,6 +132,17 @@ def test_the_same_cluster_gets_the_same_plan() -> None:
     assert plan_rebalance(cluster).plan.replicas == plan_rebalance(cluster).plan.replicas
 
 
+def test_a_search_cut_short_by_the_wall_clock_leaves_the_goals_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wall-clock guard against a stalled solver: a search it stops before any solution
+    better than the hint (the goals' plan) changes nothing."""
+    cluster = _cluster(2)
+    greedy = _greedy(cluster, monkeypatch)
+    monkeypatch.setattr(move_exact, "_WALL", 1e-6)
+    result = plan_rebalance(cluster)
+    assert result.plan.replicas == greedy.plan.replicas
+    assert "move savings" not in result.summary.goal_seconds
+
+
 def test_a_move_cap_leaves_the_goals_plan_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """Caps are not modelled: under one the pass does not run."""
     cluster = _cluster(2)
