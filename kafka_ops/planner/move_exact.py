@@ -112,7 +112,7 @@ def _solver(lns: bool, budget: float, gap: int) -> cp_model.CpSolver:
     """One thread and a deterministic budget: the plan does not depend on the machine. For
     neighbourhood search, the LNS workers take turns on that thread (interleaved). The search
     stops once its objective is within `gap` of the best bound it has proven. The wall-clock
-    guard only matters if the solver stalls: one search in about 2,400 on tiny clusters ran 394 s
+    guard only matters if the solver stalls: one search in about 3,000 on tiny clusters ran 394 s
     on a deterministic budget of 1 s (not reproduced since). The plan is then what it found."""
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
