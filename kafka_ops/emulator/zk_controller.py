@@ -3,13 +3,14 @@
 U1 write RS/AR/RR, U3 stop superseded replicas, A1 leader-epoch bump, A2 start fetching; on
 completion B3 leader move or epoch bump, B4 one ISR shrink per removed replica, B5 delete,
 B6 RS = TRS. Each step is its own ``partition_changed`` event, so the ZooKeeper face mirrors
-them in Kafka's order. ``load_assignment`` is what a new controller reads at failover.
+them in Kafka's order. ``load_assignments`` is what a new controller reads at failover.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kafka_ops.backends.zk_paths import Assignment
 from kafka_ops.emulator.kafka_errors import KafkaError
 from kafka_ops.emulator.replication import ReplicationModel
 from kafka_ops.emulator.state import Reassignment, distinct
@@ -29,38 +30,50 @@ def _scala_set(xs: Iterable[int]) -> str:
 class ZkController(ReplicationModel):
     """Reassignments in mode "zk" (and the failover read of topic znodes)."""
 
-    def load_assignment(self, tp: TopicPartition, replicas: list[int], adding: list[int],
-                        removing: list[int]) -> None:
-        """What a new ZooKeeper-mode controller reads from /brokers/topics at failover.
+    def load_assignments(self, changed: dict[TopicPartition, tuple[Assignment, Assignment]]
+                         ) -> None:
+        """What a new ZooKeeper-mode controller reads from /brokers/topics at failover: per
+        partition whose znode changed, (what the previous controller last wrote, the znode now).
 
         Kafka 2.4+ resumes a reassignment from adding/removing (TRS = RS - RR); a topic znode
         rewritten to plain replicas (no adding/removing) ends any reassignment there, which is
         how operators cancelled ZooKeeper-mode reassignments. Replicas no longer listed stop.
+
+        A partition that is no longer what was last written changed in the old controller
+        after that write (a completion whose write is still on its way). Kafka's controller
+        handles that change and the failover on one event queue, so the change comes first
+        and its write lands over the operator's edit: the partition keeps it. Loading the edit
+        on top would bring back the replica the completion deleted, empty: under-replicated.
         """
         with self.lock:
             self.tick()
-            p = self.partitions.get(tp)
-            if p is None or not replicas:
-                return
-            if (replicas, adding, removing) == (p.replicas, p.adding, p.removing):
-                return
-            if adding or removing:
-                target = [r for r in replicas if r not in removing]
-                self._reassignments[tp] = Reassignment(target, "zk")
-            else:
-                self._reassignments.pop(tp, None)
-            gone = [r for r in p.replicas if r not in replicas]
-            self._change(p, replicas=replicas, adding=adding, removing=removing)
-            for r in gone:
-                self._stop_replica(p, r)
-            for r in replicas:
-                p.replica_bytes.setdefault(r, 0.0)
-            if p.leader == NO_LEADER or p.leader not in replicas:
-                leader = self._first_eligible(p, replicas)
-                self._change(p, leader=leader, isr=[r for r in p.isr if r in replicas]
-                             if leader != NO_LEADER else p.isr)
-            self._refresh_lagging(p)
-            self._maybe_complete(tp)
+            for tp, (written, read) in sorted(changed.items()):
+                p = self.partitions.get(tp)
+                if p is not None and (p.replicas, p.adding, p.removing) == written:
+                    self._load_assignment(tp, *read)
+
+    def _load_assignment(self, tp: TopicPartition, replicas: list[int], adding: list[int],
+                         removing: list[int]) -> None:
+        p = self.partitions[tp]
+        if not replicas or (replicas, adding, removing) == (p.replicas, p.adding, p.removing):
+            return
+        if adding or removing:
+            target = [r for r in replicas if r not in removing]
+            self._reassignments[tp] = Reassignment(target, "zk")
+        else:
+            self._reassignments.pop(tp, None)
+        gone = [r for r in p.replicas if r not in replicas]
+        self._change(p, replicas=replicas, adding=adding, removing=removing)
+        for r in gone:
+            self._stop_replica(p, r)
+        for r in replicas:
+            p.replica_bytes.setdefault(r, 0.0)
+        if p.leader == NO_LEADER or p.leader not in replicas:
+            leader = self._first_eligible(p, replicas)
+            self._change(p, leader=leader, isr=[r for r in p.isr if r in replicas]
+                         if leader != NO_LEADER else p.isr)
+        self._refresh_lagging(p)
+        self._maybe_complete(tp)
 
     def _validate_zk(self, tp: TopicPartition, target: list[int]) -> None:
         """KafkaController.validateReplicas (API path only)."""

@@ -21,6 +21,7 @@ from kafka_ops.backends.zk_paths import (
     PREFERRED_REPLICA_ELECTION,
     REASSIGN_PARTITIONS,
     TOPICS,
+    Assignment,
     parse_topic,
 )
 from kafka_ops.emulator.kafka_errors import KafkaError
@@ -230,11 +231,15 @@ class ZkReactions(ZkMirror):
                         getattr(e, "message", e))
 
     def _failover(self) -> None:
-        """/controller deleted: elect, then read topic znodes as a new controller does."""
+        """/controller deleted: elect, then load the topic znodes as a new controller does.
+
+        The znodes are read first; the election and the load then happen under the cluster's
+        lock, so no replication step lands between them (Kafka's new controller handles
+        nothing else until it has loaded). Each changed znode is loaded with what this face
+        last wrote for it, which tells an operator's edit from a change not yet mirrored."""
         log.info("controller znode deleted: electing a new controller")
-        self.cluster.controller_failover()
-        topics = list(self._assignments)
-        reads = [(t, self.client.get_async(f"{TOPICS}/{t}")) for t in topics]
+        reads = [(t, self.client.get_async(f"{TOPICS}/{t}")) for t in self._assignments]
+        changed: dict[TopicPartition, tuple[Assignment, Assignment]] = {}
         for topic, result in reads:
             try:
                 _, partitions = parse_topic(result.get(timeout=self.timeout)[0])
@@ -242,8 +247,11 @@ class ZkReactions(ZkMirror):
                 log.error("failover: cannot read topic %s: %r", topic, e)
                 continue
             known = self._assignments[topic]
-            for p, assignment in sorted(partitions.items()):
+            for p, assignment in partitions.items():
                 if p in known and known[p] != assignment:
-                    self.cluster.load_assignment(TopicPartition(topic, p), *assignment)
+                    changed[TopicPartition(topic, p)] = (known[p], assignment)
+        with self.cluster.lock:
+            self.cluster.controller_failover()
+            self.cluster.load_assignments(changed)
         if self.client.exists(REASSIGN_PARTITIONS):
             self._process_reassign_znode()

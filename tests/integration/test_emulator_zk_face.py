@@ -380,6 +380,37 @@ def test_failover_after_topic_znode_rewrite_cancels(env: Env):
     assert env.cluster.describe_log_dirs(4) == {"/var/kafka-logs": {}}
 
 
+def test_a_completion_just_before_the_failover_wins_over_the_reverted_znode(env: Env, monkeypatch):
+    """The cancel race: an operator reverts the topic znode and deletes /controller, and the
+    reassignment completes in the old controller before the new one has loaded. Kafka's
+    controller handles both on one event queue, so the completion (B4-B6) comes first: the
+    old replica is gone and RS = TRS is written over the revert. Loading the revert on top
+    would bring back the deleted replica empty and leave the partition under-replicated."""
+    reassign(env, {T0: [1, 2, 4]})
+    env.settle(lambda: env.cluster.list_reassignments())
+    env.advance(5.0)  # broker 4 has half of the 1,000 bytes
+    topic = env.read("/brokers/topics/t")
+    topic.update(partitions={"0": [1, 2, 3], "1": [2, 3, 1]}, adding_replicas={},
+                 removing_replicas={})
+    env.write("/brokers/topics/t", topic)
+    env.zk.delete("/admin/reassign_partitions")
+    failover = env.cluster.controller_failover
+
+    def failover_as_the_last_bytes_land() -> None:
+        env.clock.advance(100.0)  # the next tick completes the reassignment, unmirrored
+        failover()
+
+    monkeypatch.setattr(env.cluster, "controller_failover", failover_as_the_last_bytes_land)
+    env.zk.delete("/controller")
+    env.settle(lambda: env.zk.exists("/controller"))
+    p = env.cluster.partitions[T0]
+    assert not env.cluster.list_reassignments()
+    assert (p.replicas, sorted(p.isr)) == ([1, 2, 4], [1, 2, 4])
+    assert env.read("/brokers/topics/t")["partitions"]["0"] == [1, 2, 4]
+    assert sorted(env.read("/brokers/topics/t/partitions/0/state")["isr"]) == [1, 2, 4]
+    assert set(env.cluster.describe_log_dirs(3)["/var/kafka-logs"]) == {T1}  # t-0 deleted
+
+
 # -- runtime ---------------------------------------------------------------------------------
 def test_emulator_runtime_ticks_on_its_own(zk_connect: str):
     model = generate_cluster("small", seed=1)
