@@ -27,7 +27,9 @@ Kafka fidelity worth knowing:
   partitions in a topic znode are ignored by the running controller but read at failover: when
   ``/controller`` is deleted a new controller is elected (lowest live id, epoch + 1) and re-reads
   every topic znode, resuming reassignments from adding/removing replicas or dropping them when
-  the znode lists plain replicas (how operators cancelled ZooKeeper-mode reassignments).
+  the znode lists plain replicas (how operators cancelled ZooKeeper-mode reassignments). A
+  change the old controller made but had not yet written (a completion) wins over the edit, as
+  on Kafka's single controller event queue.
 
 Threading: one kazoo session owns every ephemeral znode. Kazoo watch callbacks and the cluster's
 event listener only enqueue; a single worker thread (like Kafka's ControllerEventManager) reacts
