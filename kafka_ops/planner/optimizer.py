@@ -23,6 +23,7 @@ from kafka_ops.planner.goals import HARD_GOALS, SoftGoal, soft_goals
 from kafka_ops.planner.hard import CapacityGoal, HardGoal
 from kafka_ops.planner.move_exact import lower_loads, save_moves
 from kafka_ops.planner.packing import pack_exactly
+from kafka_ops.planner.packing_cp import pack_cp
 from kafka_ops.planner.savings import save_bytes
 from kafka_ops.planner.state import WorkingState
 from kafka_ops.planner.summary import GoalResult, PlanSummary, summarize
@@ -91,7 +92,8 @@ def _check_live_brokers(run: Run, pools: bool) -> None:
 def _exact_repair(run: Run, fixing: list[HardGoal], greedy: ValidationError) -> None:
     """Exact placement, then the greedy capacity goal; brokers it leaves over a disk or network
     limit are kept empty in the next try, every broker with such a limit in the last. Then,
-    on starts small enough, bin packing solved exactly (packing.py)."""
+    on starts small enough, bin packing solved exactly (packing.py), and on larger ones by
+    CP-SAT within a budget (packing_cp.py)."""
     capacity = next(g for g in HARD_GOALS if isinstance(g, CapacityGoal))
     st = run.state
     avoid: frozenset[int] = frozenset()
@@ -112,6 +114,8 @@ def _exact_repair(run: Run, fixing: list[HardGoal], greedy: ValidationError) -> 
             over = frozenset(b for b in range(st.nb) if capacity.over(run, b))
             avoid = avoid | over if not over <= avoid else limited
     packed = pack_exactly(run, capacity)
+    if packed is None:
+        packed = pack_cp(run, capacity)
     if packed:
         try:
             check_hard_goals(run, fixing)
@@ -121,7 +125,7 @@ def _exact_repair(run: Run, fixing: list[HardGoal], greedy: ValidationError) -> 
     if packed is None:
         tight = capacity.tightest_fill(run)
         raise ValidationError(f"{greedy} (no placement found: the greedy repair is stuck and the start is "
-                              f"too large to try every assignment, so one may still exist"
+                              f"too large to try every assignment or search to the end, so one may still exist"
                               f"{'' if tight is None else f': {tight}'}; room on more brokers or higher "
                               f"limits gives the plan a way out)") from None
     raise greedy from None

@@ -59,7 +59,7 @@ def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 1_000_000,
             parts.append(p)
             continue
         for i, b in enumerate(st.replicas[p]):
-            loads[b] = [v + n for v, n in zip(loads[b], _need(run, p, i == 0), strict=True)]
+            loads[b] = [v + n for v, n in zip(loads[b], replica_need(run, p, i == 0), strict=True)]
     if len(parts) > _MOST_PARTITIONS:
         return None
     parts.sort(key=lambda p: (-st.size[p], -st.bytes_in[p], p))
@@ -67,8 +67,8 @@ def pack_exactly(run: Run, capacity: CapacityGoal, budget: int = 1_000_000,
     for p, keep in zip(parts, kept, strict=True):
         for b in keep:  # staying: its load is there already (a leadership it gains: _needs)
             lead = st.replicas[p][0] == b
-            loads[b] = [v + n for v, n in zip(loads[b], _need(run, p, lead), strict=True)]
-    usable = [[b for b in _usable(run, p, limits) if b not in keep] for p, keep in zip(parts, kept, strict=True)]
+            loads[b] = [v + n for v, n in zip(loads[b], replica_need(run, p, lead), strict=True)]
+    usable = [[b for b in usable_brokers(run, p, limits) if b not in keep] for p, keep in zip(parts, kept, strict=True)]
     sets = sum(comb(len(ok), len(st.replicas[p]) - len(keep))
                for p, ok, keep in zip(parts, usable, kept, strict=True))
     if sets > budget:
@@ -160,12 +160,12 @@ class _Search:
         return False
 
 
-def _usable(run: Run, p: int, limits: Sequence[tuple[float, ...]]) -> list[int]:
+def usable_brokers(run: Run, p: int, limits: Sequence[tuple[float, ...]]) -> list[int]:
     """The brokers of p's pool that may hold one of its replicas, each on its own: where it
     is, then the roomiest."""
     st = run.state
     old = st.replicas[p]
-    need = _need(run, p, False)
+    need = replica_need(run, p, False)
     ok = [b for b in st.groups[st.group_of(p)].brokers
           if st.eligible[b] and (run.dst_ok[b] or b in old)
           and all(n <= lim for n, lim in zip(need, limits[b], strict=True))]
@@ -204,14 +204,14 @@ def _needs(run: Run, p: int, brokers: Sequence[int], keep: Sequence[int]
     st = run.state
     out = []
     for k, b in enumerate(brokers):
-        need = _need(run, p, k == 0)
+        need = replica_need(run, p, k == 0)
         if b in keep:
             need = (0.0, 0.0, need[2] if st.replicas[p][0] != b else 0.0, 0.0)
         out.append(need)
     return out
 
 
-def _need(run: Run, p: int, leads: bool) -> tuple[float, float, float, float]:
+def replica_need(run: Run, p: int, leads: bool) -> tuple[float, float, float, float]:
     st = run.state
     return (st.size[p], st.bytes_in[p], st.leader_out(p) if leads else 0.0, 1.0)
 

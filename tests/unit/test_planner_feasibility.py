@@ -354,6 +354,25 @@ def test_grown_cluster_with_hand_crowded_racks_and_a_dead_broker_is_planned(seed
     assert all(statuses[g] == "satisfied" for g in ("rack_awareness", "broker_exclusions"))
 
 
+@pytest.mark.slow
+def test_partitions_nearly_a_broker_in_size_are_packed_where_the_greedy_repair_is_stuck() -> None:
+    # Found by a fuzz of grown clusters: 36 brokers on 3 racks, 1,087 RF-2 partitions up to
+    # 3.2 TiB on brokers of 3.3 TiB limit (80% of 4 TiB), five brokers at about twice their
+    # limit, disk at 60% of the limits overall. The greedy capacity repair is stuck, and the
+    # start is too large for packing.py to try every assignment: it was refused with "one may
+    # still exist". CP-SAT finds a placement of 56 moves (packing_cp.py); the check below
+    # recomputes every hard goal from the plan.
+    cluster = generate_cluster(
+        "medium", seed=61, brokers=36, racks=3, partitions=1087, replication_factors=((2, 1.0),),
+        new_brokers=2, hot_topic_share=0.1, zipf_exponent=0.9814512186196882,
+        max_partitions_per_topic=8, disk_utilisation=0.6, hand_moved_share=0.05)
+    result = plan_rebalance(cluster, options=PlannerOptions(goals=()))
+    after = cluster.with_assignment(result.plan.replicas)
+    assert check_hard_goals(cluster, after) == []
+    statuses = {g.name: g.status for g in result.summary.goals}
+    assert statuses["capacity"] == statuses["rack_awareness"] == "satisfied"
+
+
 @st.composite
 def _tight_racked_clusters(draw: st.DrawFn) -> ClusterModel:
     """Three to six brokers in up to three racks, each with a small disk (3-8 GiB: the sums
@@ -546,12 +565,13 @@ def test_removing_brokers_is_planned_whenever_their_replicas_fit_elsewhere(case)
 
 def test_a_start_too_large_to_search_says_a_plan_may_still_exist() -> None:
     """The generator's small cluster filled to 78% of disk, 2% under the limits: the greedy
-    repairs are stuck and the exhaustive packing runs out of budget. Whether a plan exists is
-    unknown, and the error says so instead of implying that none does."""
+    repairs are stuck, and both the exhaustive packing and CP-SAT run out of budget. Whether a
+    plan exists is unknown, and the error says so instead of implying that none does."""
     cluster = generate_cluster("small", seed=2, disk_utilisation=0.78)
     with pytest.raises(ValidationError, match=r"above its disk limit \(no placement found: the greedy "
                                               r"repair is stuck and the start is too large to try every "
-                                              r"assignment, so one may still exist: 'cluster' must hold "
+                                              r"assignment or search to the end, so one may still exist: "
+                                              r"'cluster' must hold "
                                               r"2,397.8 GiB of disk within its 6 live brokers' limits of "
                                               r"2,400.0 GiB \(99.91% full\)"):
         plan_rebalance(cluster)

@@ -1,0 +1,149 @@
+"""Capacity solved by CP-SAT, on the starts too large for packing.py to try every assignment.
+
+When partitions are nearly a broker's limit in size (a 3.2 TiB partition on brokers of 3.3 TiB
+limit), the greedy capacity goal paints itself into a corner, and packing.py's depth-first
+search only covers starts of up to 1,000 movable partitions and a million broker sets. A
+fuzz of grown clusters found a 36-broker start of 1,087 partitions, disk at 60% of the limits
+overall and five brokers at twice theirs, that the planner refused with "one may still exist".
+
+Here a model places again the partitions that must move (a replica on a broker over a limit,
+on a dead or excluded broker or outside its pool, or a rack over its limit) while the rest stay,
+and where they cannot fit, every movable partition. x[p, b] = 1 when broker b holds a replica
+of p: RF of them per partition, at most the rack limit per rack, only on brokers of its pool
+that may receive it. Per broker, disk, network in and the replica count stay within the
+limits, and where a network-out limit exists a leader per partition is chosen too. The
+objective is the fewest moves; the start is the hint. Loads are integers rounded against the
+plan (needs up, room down), so what the model accepts fits the planner's own float check.
+One thread and a deterministic budget keep the result the same on any machine.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from ortools.sat.python import cp_model
+
+from kafka_ops.errors import ValidationError
+from kafka_ops.planner.context import Run
+from kafka_ops.planner.hard import CapacityGoal, rack_limit
+from kafka_ops.planner.packing import replica_need, usable_brokers
+
+_MOST_REPLICAS = 100_000  # x variables: beyond, the model costs more to build than it can save
+_BUDGET = 8.0  # deterministic seconds (the fuzz case above took 6.3)
+_WALL = 60.0  # wall seconds: a guard against a stalled solver, far above what the budget takes
+_UNITS = (2**20, 1.0, 1.0, 1.0)  # disk in MiB; network in and out in B/s; replicas
+
+
+def pack_cp(run: Run, capacity: CapacityGoal) -> bool | None:
+    """Reset the state and place the movable partitions within all limits, with the fewest
+    moves CP-SAT finds in its budget: first only those with a replica on a broker over a
+    limit (the rest stay), then, if that cannot fit, all. True when placed (the state holds
+    it); None when the model is too large, the budget ran out without a placement, or a leader
+    change the cap does not allow was needed (the state is then reset). Raises ValidationError
+    when CP-SAT proves that no placement of all of them fits (needs rounded up to whole
+    units: a MiB of disk, a B/s)."""
+    st = run.state
+    st.reset()
+    movable = [p for p in range(st.np) if run.partition_movable[p]]
+    over = {b for b in range(st.nb) if capacity.over(run, b)}
+    crowded = [p for p in movable if _must_move(run, p, over)]
+    for parts in ([crowded] if len(crowded) < len(movable) else []) + [movable]:
+        status, chosen, leader = _solve(run, capacity, parts)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return _apply(run, chosen, leader)
+        if status != cp_model.INFEASIBLE:
+            return None
+    raise ValidationError(
+        f"capacity: no assignment of the {len(movable)} movable partitions fits the live brokers' "
+        f"limits (disk, network in and out, replicas per broker) within rack_awareness and "
+        f"the pools (proved by CP-SAT, each need rounded up to a MiB or a B/s; limits are "
+        f"capacity x capacity_threshold); add brokers or raise the limits")
+
+
+def _solve(run: Run, capacity: CapacityGoal, parts: list[int]
+           ) -> tuple[cp_model.CpSolverStatus, dict[int, list[int]], dict[int, int]]:
+    """The model of the module doc over ``parts``; every other partition stays. The status,
+    then each partition's brokers and leader (empty unless a placement was found)."""
+    st = run.state
+    limits = [capacity.limits(run, b) for b in range(st.nb)]
+    fixed = [[0.0] * 4 for _ in range(st.nb)]
+    chosen_parts = set(parts)
+    for p in range(st.np):
+        if p not in chosen_parts:
+            for i, b in enumerate(st.replicas[p]):
+                for k, n in enumerate(replica_need(run, p, i == 0)):
+                    fixed[b][k] += n
+    if sum(len(st.groups[st.group_of(p)].brokers) for p in parts) > _MOST_REPLICAS:
+        return cp_model.UNKNOWN, {}, {}
+    usable = {p: usable_brokers(run, p, limits) for p in parts}
+    leaders = any(lim[2] != math.inf for lim in limits)
+    m = cp_model.CpModel()
+    x = {p: {b: m.new_bool_var(f"x{p}_{b}") for b in ok} for p, ok in usable.items()}
+    y = {p: {b: m.new_bool_var(f"y{p}_{b}") for b in ok} for p, ok in usable.items()} if leaders else {}
+    moves = []
+    for p, on in x.items():
+        old = st.replicas[p]
+        m.add(sum(on.values()) == len(old))
+        for rack in {st.rack[b] for b in on}:
+            m.add(sum(v for b, v in on.items() if st.rack[b] == rack) <= rack_limit(run, p))
+        for b, v in on.items():
+            m.add_hint(v, b in old)
+            if b not in old:
+                moves.append(v)
+        if leaders:
+            m.add(sum(y[p].values()) == 1)
+            for b, v in y[p].items():
+                m.add_implication(v, on[b])
+                m.add_hint(v, b == old[0])
+    for b in range(st.nb):
+        for k in range(4):
+            if limits[b][k] == math.inf or (k == 2 and not leaders):
+                continue
+            terms = [(_units(replica_need(run, p, False)[k], k), on[b]) for p, on in x.items() if b in on]
+            if k == 2:
+                terms = [(_units(st.leader_out(p), k), y[p][b]) for p in y if b in y[p]]
+            room = math.floor((limits[b][k] - fixed[b][k]) / _UNITS[k])
+            if terms:
+                m.add(sum(c * v for c, v in terms if c) <= max(room, -1))
+    m.minimize(sum(moves))
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.max_deterministic_time = _BUDGET
+    solver.parameters.max_time_in_seconds = _WALL
+    solver.parameters.random_seed = 0
+    status = solver.solve(m)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return status, {}, {}
+    return (status, {p: [b for b, v in on.items() if solver.value(v)] for p, on in x.items()},
+            {p: next(b for b, v in on.items() if solver.value(v)) for p, on in y.items()})
+
+
+def _must_move(run: Run, p: int, over: set[int]) -> bool:
+    """Whether p has a replica on a broker over a limit, on one that may not hold it (dead,
+    excluded, outside its pool), or more in a rack than the rack limit."""
+    st = run.state
+    reps = st.replicas[p]
+    pool = st.in_group[st.group_of(p)]
+    return (any(b in over or not st.eligible[b] or b not in pool for b in reps)
+            or max(Counter(st.rack[b] for b in reps).values()) > rack_limit(run, p))
+
+
+def _apply(run: Run, chosen: dict[int, list[int]], leader: dict[int, int]) -> bool | None:
+    st = run.state
+    for p, brokers in chosen.items():
+        old = list(st.replicas[p])
+        gone = [b for b in old if b not in brokers]
+        came = [b for b in brokers if b not in old]
+        for src, dst in zip(gone, came, strict=True):
+            st.move(p, src, dst)
+        if p in leader and st.replicas[p][0] != leader[p]:
+            if not run.room_for_leader_change():
+                st.reset()
+                return None
+            st.make_leader(p, leader[p])
+    return True
+
+
+def _units(value: float, k: int) -> int:
+    return math.ceil(value / _UNITS[k])
