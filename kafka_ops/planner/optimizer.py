@@ -115,7 +115,10 @@ def _exact_repair(run: Run, fixing: list[HardGoal], greedy: ValidationError) -> 
             avoid = avoid | over if not over <= avoid else limited
     packed = pack_exactly(run, capacity)
     if packed is None:
-        packed = pack_cp(run, capacity)
+        try:
+            packed = pack_cp(run, capacity)
+        except ValidationError as proof:  # the greedy error names the broker, the proof adds why
+            raise ValidationError(f"{greedy}; {proof}") from None
     if packed:
         try:
             check_hard_goals(run, fixing)
