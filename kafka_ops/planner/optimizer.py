@@ -136,20 +136,40 @@ def _exact_repair(run: Run, fixing: list[HardGoal], greedy: ValidationError) -> 
 
 def _drain_exactly(run: Run, fixing: list[HardGoal], greedy: ValidationError,
                    leave: Callable[[int, int], bool]) -> None:
-    """A repair mode's replicas that must leave, packed exactly (only they move); taken when
+    """A repair mode's replicas that must leave, packed exactly (only they move), else by
+    CP-SAT (packing_cp.py: room made by other moves where they alone do not fit); taken when
     it breaks no rule the start kept (the other hard goals only veto there), else the greedy
-    error stands. The greedy drain refused 6 of 1,800 tiny starts that such a packing fits:
-    largest first onto the roomiest broker filled the one broker a later replica needed."""
+    error stands, followed by CP-SAT's proof when it has one. The greedy drain refused 6 of
+    1,800 tiny starts that such a packing fits: largest first onto the roomiest broker filled
+    the one broker a later replica needed."""
     capacity = next(g for g in HARD_GOALS if isinstance(g, CapacityGoal))
     run.state.reset()
     start = {g.name: set(g.violations(run)) for g in HARD_GOALS if g not in fixing}
-    if pack_exactly(run, capacity, leave=leave):
+    packed = pack_exactly(run, capacity, leave=leave)
+    if not packed:
+        try:
+            packed = pack_cp(run, capacity, leave=leave)
+        except ValidationError as proof:
+            raise ValidationError(f"{greedy}; {proof}") from None
+    if packed:
         try:
             check_hard_goals(run, fixing)
             if all(set(g.violations(run)) <= start[g.name] for g in HARD_GOALS if g not in fixing):
+                st = run.state
+                room = sum(1 for p in range(st.np) if set(st.replicas[p]) != set(st.original[p])
+                           and not any(leave(p, b) for b in st.original[p]))
+                if room:
+                    run.warnings.append(f"{room} partition(s) with no replica to move moved too, to "
+                                        "make room for those that must: the greedy drain found none, "
+                                        "CP-SAT placed them with the fewest moves it found")
                 return
         except ValidationError:
             pass
+    if packed is None:
+        raise ValidationError(f"{greedy} (no placement found: the greedy drain is stuck, and CP-SAT "
+                              f"neither placed the replicas nor proved that they cannot fit, so one may "
+                              f"still exist; room on more brokers or higher limits gives the plan a way "
+                              f"out)") from None
     raise greedy from None
 
 

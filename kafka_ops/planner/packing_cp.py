@@ -15,12 +15,20 @@ limits, and where a network-out limit exists a leader per partition is chosen to
 objective is the fewest moves; the start is the hint. Loads are integers rounded against the
 plan (needs up, room down), so what the model accepts fits the planner's own float check.
 One thread and a deterministic budget keep the result the same on any machine.
+
+The repair modes (remove-brokers, fix-offline) call it with ``leave``: first only the replicas
+that must leave move, then any replica may move to make room for them (the greedy's ejection
+chains, of any length). The start's own breaks of the other rules may stay but not grow: a
+partition keeps at most its start's crowding of one rack, a broker over a limit at the start
+receives nothing. A fuzz of 440 drains found one the greedy refused that only needed other
+placements of the leaving replicas, and six that needed room made on the receiving brokers.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 
 from ortools.sat.python import cp_model
 
@@ -35,17 +43,20 @@ _WALL = 60.0  # wall seconds: a guard against a stalled solver, far above what t
 _UNITS = (2**20, 1.0, 1.0, 1.0)  # disk in MiB; network in and out in B/s; replicas
 
 
-def pack_cp(run: Run, capacity: CapacityGoal) -> bool | None:
+def pack_cp(run: Run, capacity: CapacityGoal, leave: Callable[[int, int], bool] | None = None
+            ) -> bool | None:
     """Reset the state and place the movable partitions within all limits, with the fewest
     moves CP-SAT finds in its budget: first only those with a replica on a broker over a
     limit (the rest stay), then, if that cannot fit, all. True when placed (the state holds
     it); None when the model is too large, the budget ran out without a placement, or a leader
     change the cap does not allow was needed (the state is then reset). Raises ValidationError
     when CP-SAT proves that no placement of all of them fits (needs rounded up to whole
-    units: a MiB of disk, a B/s)."""
+    units: a MiB of disk, a B/s). With ``leave``, see the module doc."""
     st = run.state
     st.reset()
     movable = [p for p in range(st.np) if run.partition_movable[p]]
+    if leave is not None:
+        return _drain(run, capacity, movable, leave)
     over = {b for b in range(st.nb) if capacity.over(run, b)}
     crowded = [p for p in movable if _must_move(run, p, over)]
     for parts in ([crowded] if len(crowded) < len(movable) else []) + [movable]:
@@ -54,17 +65,61 @@ def pack_cp(run: Run, capacity: CapacityGoal) -> bool | None:
             return _apply(run, chosen, leader)
         if status != cp_model.INFEASIBLE:
             return None
-    raise ValidationError(
-        f"capacity: no assignment of the {len(movable)} movable partitions fits the live brokers' "
+    raise _proof(len(movable))
+
+
+def _drain(run: Run, capacity: CapacityGoal, movable: list[int], leave: Callable[[int, int], bool]
+           ) -> bool | None:
+    """The replicas that must leave placed, only they moving, else with room made by moving
+    others. Where a broker is over a limit at the start, impossible is proved by a looser
+    model: such a broker may receive within its start's load (the planner's rule allows
+    only an end within the limit)."""
+    st = run.state
+    leaving = [p for p in movable if any(leave(p, b) for b in st.replicas[p])]
+    for parts, stay in ((leaving, True), (movable, False)):
+        status, chosen, leader = _solve(run, capacity, parts, leave, stay)
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return _apply(run, chosen, leader)
+        if status != cp_model.INFEASIBLE:
+            return None
+    if any(st.eligible[b] and capacity.over(run, b) for b in range(st.nb)):
+        status = _solve(run, capacity, movable, leave, relax=True)[0]
+    if status == cp_model.INFEASIBLE:
+        raise _proof(len(movable))
+    return None
+
+
+def _proof(parts: int) -> ValidationError:
+    return ValidationError(
+        f"capacity: no assignment of the {parts} movable partitions fits the live brokers' "
         f"limits (disk, network in and out, replicas per broker) within rack_awareness and "
         f"the pools (proved by CP-SAT, each need rounded up to a MiB or a B/s; limits are "
         f"capacity x capacity_threshold); add brokers or raise the limits")
 
 
-def _solve(run: Run, capacity: CapacityGoal, parts: list[int]
+def _start_load(run: Run, b: int) -> list[float]:
+    st = run.state
+    load = [0.0] * 4
+    for p in range(st.np):
+        if b in st.replicas[p]:
+            for k, n in enumerate(replica_need(run, p, st.replicas[p][0] == b)):
+                load[k] += n
+    return load
+
+
+def _crowding(run: Run, p: int) -> int:
+    st = run.state
+    return max(Counter(st.rack[b] for b in st.replicas[p]).values())
+
+
+def _solve(run: Run, capacity: CapacityGoal, parts: list[int],
+           leave: Callable[[int, int], bool] | None = None, stay: bool = False, relax: bool = False
            ) -> tuple[cp_model.CpSolverStatus, dict[int, list[int]], dict[int, int]]:
     """The model of the module doc over ``parts``; every other partition stays. The status,
-    then each partition's brokers and leader (empty unless a placement was found)."""
+    then each partition's brokers and leader (empty unless a placement was found). With
+    ``leave``, the start's breaks are allowed (not more); with ``stay``, only the replicas that
+    must leave move; with ``relax``, a broker over a limit at the start may receive up to its
+    start load (a model only to prove with)."""
     st = run.state
     limits = [capacity.limits(run, b) for b in range(st.nb)]
     fixed = [[0.0] * 4 for _ in range(st.nb)]
@@ -77,6 +132,18 @@ def _solve(run: Run, capacity: CapacityGoal, parts: list[int]
     if sum(len(st.groups[st.group_of(p)].brokers) for p in parts) > _MOST_REPLICAS:
         return cp_model.UNKNOWN, {}, {}
     usable = {p: usable_brokers(run, p, limits) for p in parts}
+    full: set[int] = set()  # brokers over a limit at the start: nothing arrives there
+    if leave is not None:
+        full = {b for b in range(st.nb) if st.eligible[b] and capacity.over(run, b)}
+        if relax:
+            for b in full:
+                disk, net_in, net_out, count = (max(lim, load) for lim, load in
+                                                zip(limits[b], _start_load(run, b), strict=True))
+                limits[b] = (disk, net_in, net_out, count)
+            full = set()
+        usable = {p: [*{b for b in st.replicas[p] if not leave(p, b)},
+                      *(b for b in ok if b not in full and b not in st.replicas[p])]
+                  for p, ok in usable.items()}
     leaders = any(lim[2] != math.inf for lim in limits)
     m = cp_model.CpModel()
     x = {p: {b: m.new_bool_var(f"x{p}_{b}") for b in ok} for p, ok in usable.items()}
@@ -85,8 +152,13 @@ def _solve(run: Run, capacity: CapacityGoal, parts: list[int]
     for p, on in x.items():
         old = st.replicas[p]
         m.add(sum(on.values()) == len(old))
+        cap = rack_limit(run, p) if leave is None else max(rack_limit(run, p), _crowding(run, p))
         for rack in {st.rack[b] for b in on}:
-            m.add(sum(v for b, v in on.items() if st.rack[b] == rack) <= rack_limit(run, p))
+            m.add(sum(v for b, v in on.items() if st.rack[b] == rack) <= cap)
+        if stay:
+            for b in old:
+                if b in on:
+                    m.add(on[b] == 1)
         for b, v in on.items():
             m.add_hint(v, b in old)
             if b not in old:
@@ -96,9 +168,11 @@ def _solve(run: Run, capacity: CapacityGoal, parts: list[int]
             for b, v in y[p].items():
                 m.add_implication(v, on[b])
                 m.add_hint(v, b == old[0])
+                if b in full and b != old[0]:
+                    m.add(v == 0)  # nor does leadership
     for b in range(st.nb):
         for k in range(4):
-            if limits[b][k] == math.inf or (k == 2 and not leaders):
+            if limits[b][k] == math.inf or (k == 2 and not leaders) or b in full:
                 continue
             terms = [(_units(replica_need(run, p, False)[k], k), on[b]) for p, on in x.items() if b in on]
             if k == 2:

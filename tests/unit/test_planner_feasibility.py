@@ -12,6 +12,7 @@ import os
 from collections import Counter
 from dataclasses import replace
 from itertools import combinations
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, assume, event, example, given, settings
@@ -22,6 +23,7 @@ from kafka_ops.generator import generate_cluster
 from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition, TopicPartition
 from kafka_ops.planner import PlannerOptions, plan_rebalance, plan_remove_brokers
 from kafka_ops.pools import Pool, PoolSet
+from kafka_ops.testing.drain_oracle import drain_fits
 from kafka_ops.testing.feasibility import (
     check_hard_goals,
     count_spread_floor,
@@ -561,6 +563,90 @@ def test_removing_brokers_is_planned_whenever_their_replicas_fit_elsewhere(case)
         took = [p for p in after if b in p.replicas and b not in cluster.partitions[p.tp].replicas]
         if took and broker.capacity.disk_bytes:
             assert sum(p.size_bytes for p in after if b in p.replicas) <= 0.8 * broker.capacity.disk_bytes
+
+
+def _fuzz_drain(seed: int, gone: set[int], **spec: Any) -> tuple[ClusterModel, set[int]]:
+    """A grown cluster from the repair-mode fuzz (random generator specs, 1-3 brokers removed)."""
+    return generate_cluster("medium", seed=seed, **spec), gone
+
+
+def _assert_drained(cluster: ClusterModel, gone: set[int], replicas: dict) -> None:
+    drained = ClusterModel([replace(b, alive=b.id not in gone) for b in cluster.brokers.values()],
+                           list(cluster))
+    after = cluster.with_assignment(replicas)
+    assert not any(set(p.replicas) & gone for p in after)
+    # Every rule holds except what the start broke already (hand moves crowd racks, brokers
+    # over their limits): those may stay, not grow.
+    started = set(check_hard_goals(drained, drained))
+    assert set(check_hard_goals(drained, drained.with_assignment(replicas))) <= started
+
+
+@pytest.mark.slow
+def test_a_grown_cluster_is_drained_where_the_greedy_drain_is_stuck() -> None:
+    # Fuzz seed 311: 8 brokers in 4 racks, 1,807 partitions of RF 3 and 4, 20% hand-moved.
+    # The greedy drain of broker 3 refused ("no broker can take the replica of topic-00196-5
+    # on broker 3"), and the start is too large for packing.py. The drain oracle (an
+    # independent model) says the leaving replicas alone fit; CP-SAT places them.
+    cluster, gone = _fuzz_drain(311, {3}, brokers=8, racks=4, partitions=1807,
+                                replication_factors=((4, 0.3), (3, 0.7)), new_brokers=0,
+                                hot_topic_share=0.1, zipf_exponent=1.625311977244608,
+                                max_partitions_per_topic=128, disk_utilisation=0.6, hand_moved_share=0.2)
+    assert drain_fits(cluster, gone, others_move=False)
+    result = plan_remove_brokers(cluster, sorted(gone))
+    _assert_drained(cluster, gone, result.plan.replicas)
+    moved = {tp for tp, reps in result.plan.replicas.items() if set(reps) != set(cluster.partitions[tp].replicas)}
+    assert moved == {p.tp for p in cluster if set(p.replicas) & gone}
+
+
+@pytest.mark.slow
+def test_a_drain_that_needs_room_made_moves_other_replicas_and_says_so() -> None:
+    # Fuzz seed 347: removing 3 of 12 brokers. The oracle says the leaving replicas do not fit
+    # with every other replica in place, but do when others move; the greedy drain refused.
+    cluster, gone = _fuzz_drain(347, {9, 3, 6}, brokers=12, racks=3, partitions=1340,
+                                replication_factors=((2, 0.5), (3, 0.5)), new_brokers=2,
+                                hot_topic_share=0.02, zipf_exponent=0.5549189152910481,
+                                max_partitions_per_topic=32, disk_utilisation=0.3, hand_moved_share=0.05)
+    assert drain_fits(cluster, gone, others_move=False) is False
+    assert drain_fits(cluster, gone, others_move=True)
+    result = plan_remove_brokers(cluster, sorted(gone))
+    _assert_drained(cluster, gone, result.plan.replicas)
+    room = [tp for tp, reps in result.plan.replicas.items()
+            if set(reps) != set(cluster.partitions[tp].replicas) and not set(cluster.partitions[tp].replicas) & gone]
+    assert room
+    assert any(w.startswith(f"{len(room)} partition(s) with no replica to move moved too, to make room")
+               for w in result.summary.warnings)
+
+
+def test_a_drain_proved_impossible_says_so_after_the_greedy_error() -> None:
+    # Fuzz seed 163: removing 3 of 9 brokers in 3 racks; the replicas fill 87% of the
+    # remaining brokers' disk limits. The oracle says no drain exists even with room made;
+    # the error keeps the greedy's partition and adds CP-SAT's proof.
+    cluster, gone = _fuzz_drain(163, {3, 2, 5}, brokers=9, racks=3, partitions=1434,
+                                replication_factors=((1, 0.2), (3, 0.8)), new_brokers=1,
+                                hot_topic_share=0.02, zipf_exponent=1.4977261486496807,
+                                max_partitions_per_topic=32, disk_utilisation=0.45, hand_moved_share=0.0)
+    assert drain_fits(cluster, gone, others_move=True) is False
+    with pytest.raises(ValidationError, match=r"^broker_exclusions: no broker can take the replica of .*; "
+                                              r"capacity: no assignment of the \d+ movable partitions fits .*"
+                                              r"proved by CP-SAT"):
+        plan_remove_brokers(cluster, sorted(gone))
+
+
+@pytest.mark.slow
+def test_a_drain_neither_placed_nor_proved_impossible_says_one_may_still_exist() -> None:
+    # Fuzz seed 428: removing broker 5 of 8 (3 racks, 20% hand-moved, brokers over their
+    # limits at the start). CP-SAT finds no drain, and its proof model (looser where the start
+    # is over a limit) has one, so whether a plan exists is unknown: the error must not say
+    # that none does.
+    cluster, gone = _fuzz_drain(428, {5}, brokers=8, racks=3, partitions=1618,
+                                replication_factors=((3, 1.0),), new_brokers=2, hot_topic_share=0.3,
+                                zipf_exponent=0.8760413991814064, max_partitions_per_topic=32,
+                                disk_utilisation=0.6, hand_moved_share=0.2)
+    with pytest.raises(ValidationError, match=r"^broker_exclusions: no broker can take the replica of .* "
+                                              r"\(no placement found: the greedy drain is stuck, and "
+                                              r"CP-SAT neither placed the replicas nor proved that they "
+                                              r"cannot fit, so one may still exist"):
+        plan_remove_brokers(cluster, sorted(gone))
 
 
 def test_a_start_too_large_to_search_says_a_plan_may_still_exist() -> None:

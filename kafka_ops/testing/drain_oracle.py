@@ -1,0 +1,72 @@
+"""A second answer to "can these brokers be drained?", for clusters too large to backtrack.
+
+An independent CP-SAT model, written from Kafka's rules and not from the planner's code: every
+replica on a removed or dead broker moves to a live one, the partition keeps its replication
+factor on distinct brokers, each rack holds at most the rack limit of it (or the start's
+crowding, which a drain may keep), and each live broker stays within 80% of its disk and
+network-in capacity (or its start load, which it may keep). It is looser than the planner on
+purpose: network out, replica counts and leadership are not modelled, needs are rounded
+down and room up, and a broker over its limit at the start may receive up to its start load.
+So "no" proves that no drain plan exists; "yes" is for the plan's own check to confirm.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ortools.sat.python import cp_model
+
+from kafka_ops.model import ClusterModel
+from kafka_ops.testing.feasibility import rack_key, rack_limit, replicas_of
+
+_MiB = 2**20
+
+
+def drain_fits(cluster: ClusterModel, gone: set[int], others_move: bool, limit: float = 0.8,
+               seconds: float = 60.0) -> bool | None:
+    """Whether the replicas on ``gone`` and dead brokers fit on the live ones: only they
+    moving, or (``others_move``) any replica moving to make room. None when undecided."""
+    live = sorted(b for b, broker in cluster.brokers.items() if broker.alive and b not in gone)
+    m = cp_model.CpModel()
+    start: Counter[tuple[int, int]] = Counter()  # (broker, 0 disk in MiB | 1 bytes in/s)
+    kept: Counter[tuple[int, int]] = Counter()
+    arriving: dict[tuple[int, int], list[tuple[int, cp_model.IntVar]]] = {}
+    for p in cluster:
+        reps = replicas_of(p)
+        needs = (p.size_bytes // _MiB, int(p.bytes_in_per_sec))
+        for b in reps:
+            for k in (0, 1):
+                start[b, k] += needs[k]
+        flexible = not p.reassignment_in_progress and (others_move or any(b not in live for b in reps))
+        stay = [b for b in reps if b in live and not (flexible and others_move)]
+        if not flexible:
+            stay = list(reps)
+        for b in stay:
+            for k in (0, 1):
+                kept[b, k] += needs[k]
+        if len(stay) == len(reps):
+            continue
+        cap = max(rack_limit(cluster, live, len(reps)), max(Counter(rack_key(cluster, b) for b in reps).values()))
+        x = {b: m.new_bool_var(f"{p.tp}@{b}") for b in live if b not in stay}
+        m.add(sum(x.values()) == len(reps) - len(stay))
+        by_rack: dict[str, list[cp_model.IntVar]] = {}
+        for b, v in x.items():
+            by_rack.setdefault(rack_key(cluster, b), []).append(v)
+            for k in (0, 1):
+                arriving.setdefault((b, k), []).append((needs[k], v))
+        stayed = Counter(rack_key(cluster, b) for b in stay)
+        for rack, vs in by_rack.items():
+            m.add(sum(vs) + stayed[rack] <= cap)
+    for (b, k), terms in arriving.items():
+        capacity = cluster.brokers[b].capacity
+        total = (capacity.disk_bytes / _MiB, capacity.network_in_bytes_per_sec)[k]
+        if total:
+            room = max(limit * total, start[b, k]) - kept[b, k]
+            m.add(sum(n * v for n, v in terms) <= int(room) + 1)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.max_time_in_seconds = seconds
+    status = solver.solve(m)
+    if status == cp_model.INFEASIBLE:
+        return False
+    return True if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
