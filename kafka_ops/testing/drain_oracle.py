@@ -4,10 +4,10 @@ An independent CP-SAT model, written from Kafka's rules and not from the planner
 replica on a removed or dead broker moves to a live one, the partition keeps its replication
 factor on distinct brokers, each rack holds at most the rack limit of it (or the start's
 crowding, which a drain may keep), and each live broker stays within 80% of its disk and
-network-in capacity (or its start load, which it may keep). It is looser than the planner on
-purpose: network out, replica counts and leadership are not modelled, needs are rounded
-down and room up, and a broker over its limit at the start may receive up to its start load.
-So "no" proves that no drain plan exists; "yes" is for the plan's own check to confirm.
+network-in capacity, or, if it is over a limit at the start, receives nothing unless it ends
+within them. It is looser than the planner on purpose: network out, replica counts and
+leadership are not modelled, and needs are rounded down and room up. So "no" proves that no
+drain plan exists; "yes" is for the plan's own check to confirm.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ def drain_fits(cluster: ClusterModel, gone: set[int], others_move: bool, limit: 
     m = cp_model.CpModel()
     start: Counter[tuple[int, int]] = Counter()  # (broker, 0 disk in MiB | 1 bytes in/s)
     kept: Counter[tuple[int, int]] = Counter()
-    arriving: dict[tuple[int, int], list[tuple[int, cp_model.IntVar]]] = {}
+    terms: dict[tuple[int, int], list[tuple[int, cp_model.IntVar]]] = {}
+    arrivals: dict[int, list[cp_model.IntVar]] = {}
     for p in cluster:
         reps = replicas_of(p)
         needs = (p.size_bytes // _MiB, int(p.bytes_in_per_sec))
@@ -53,16 +54,23 @@ def drain_fits(cluster: ClusterModel, gone: set[int], others_move: bool, limit: 
         for b, v in x.items():
             by_rack.setdefault(rack_key(cluster, b), []).append(v)
             for k in (0, 1):
-                arriving.setdefault((b, k), []).append((needs[k], v))
+                terms.setdefault((b, k), []).append((needs[k], v))
+            if b not in reps:
+                arrivals.setdefault(b, []).append(v)
         stayed = Counter(rack_key(cluster, b) for b in stay)
         for rack, vs in by_rack.items():
             m.add(sum(vs) + stayed[rack] <= cap)
-    for (b, k), terms in arriving.items():
+    within = {b: m.new_bool_var(f"within{b}") for b in live}  # b may receive only if it ends within
+    for b, vs in arrivals.items():
+        for v in vs:
+            m.add_implication(v, within[b])
+    for (b, k), on in terms.items():
         capacity = cluster.brokers[b].capacity
         total = (capacity.disk_bytes / _MiB, capacity.network_in_bytes_per_sec)[k]
         if total:
-            room = max(limit * total, start[b, k]) - kept[b, k]
-            m.add(sum(n * v for n, v in terms) <= int(room) + 1)
+            load = sum(n * v for n, v in on)
+            m.add(load <= int(max(limit * total, start[b, k]) - kept[b, k]) + 1)
+            m.add(load <= int(limit * total - kept[b, k]) + 1).only_enforce_if(within[b])
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.max_time_in_seconds = seconds
