@@ -122,7 +122,7 @@ def run(seed: int, mode: str, pooled: bool = False) -> dict[str, Any]:
         rec["moves"] = len(result.plan.replicas)
         rec["outcome"] = "planned"
         # The rules as they stand after the mode: removed brokers count as dead.
-        drained = ClusterModel([replace(b, alive=b.id not in gone) for b in cluster.brokers.values()],
+        drained = ClusterModel([replace(b, alive=b.alive and b.id not in gone) for b in cluster.brokers.values()],
                                list(cluster))
         after = drained.with_assignment(result.plan.replicas)
         # A drain may keep what the start broke (a rack crowded by hand): compared by partition.

@@ -554,7 +554,7 @@ def test_removing_brokers_is_planned_whenever_their_replicas_fit_elsewhere(case)
         assert not fits, f"refused though the replicas fit: {e}"
         return
     # The rules as they stand once the brokers are gone (rack limits count live brokers).
-    drained = ClusterModel([replace(b, alive=b.id not in gone) for b in cluster.brokers.values()],
+    drained = ClusterModel([replace(b, alive=b.alive and b.id not in gone) for b in cluster.brokers.values()],
                            list(cluster))
     after = cluster.with_assignment(result.plan.replicas)
     assert not any(set(p.replicas) & gone for p in after)
@@ -571,7 +571,7 @@ def _fuzz_drain(seed: int, gone: set[int], **spec: Any) -> tuple[ClusterModel, s
 
 
 def _assert_drained(cluster: ClusterModel, gone: set[int], replicas: dict) -> None:
-    drained = ClusterModel([replace(b, alive=b.id not in gone) for b in cluster.brokers.values()],
+    drained = ClusterModel([replace(b, alive=b.alive and b.id not in gone) for b in cluster.brokers.values()],
                            list(cluster))
     after = cluster.with_assignment(replicas)
     assert not any(set(p.replicas) & gone for p in after)
