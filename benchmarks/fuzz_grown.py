@@ -3,13 +3,13 @@
     .venv/bin/python benchmarks/fuzz_grown.py [--mode rebalance|remove-brokers|fix-offline]
                                               [--pools] [--seeds A-B] [--json OUT]
 
-Each seed draws a generator spec far from the presets: 5-48 brokers; one rack, a few, or one
-per broker; RF mixes from 1 to 5; 200-4,000 partitions with Zipf sizes up to 512 a topic;
-hot topics, empty new brokers, dead brokers, hand-moved replicas and disks 10-72% full;
-with ``--pools``, its brokers split into two or three pools at random and each topic given
-to one (most topics then start with replicas outside their pool). The mode's plan
-(remove-brokers drains 1-3 random brokers that hold replicas) is checked by the independent
-checker (kafka_ops.testing.feasibility): every rule the start kept must hold after it.
+Each seed draws a generator spec far from the presets (kafka_ops/testing/grown.py: 5-48
+brokers, one rack to one per broker, RF 1-5, 200-4,000 partitions, hot topics, empty new,
+dead and hand-moved replicas, disks 10-72% full); with ``--pools``, two or three random
+pools that most topics start outside of. The mode's plan (remove-brokers drains 1-3 random
+brokers that hold replicas) is checked by an independent checker: every hard goal for a
+rebalance (kafka_ops.testing.feasibility), for a drain nothing broken that the start kept
+(drain_oracle.drain_breaks), and disk within its limit or start on every broker.
 A refusal is sorted by what its message claims: proved before any search (a sum over a
 rack or pool, a partition with too few brokers), proved by search (every assignment tried,
 or CP-SAT), undecided ("one may still exist"), or none of these: the greedy error alone,
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 import time
 from collections import Counter
@@ -36,51 +35,12 @@ from kafka_ops.errors import ValidationError
 from kafka_ops.generator import generate_cluster
 from kafka_ops.model import ClusterModel
 from kafka_ops.planner import plan_fix_offline, plan_rebalance, plan_remove_brokers
-from kafka_ops.pools import Pool, PoolSet
-from kafka_ops.testing.drain_oracle import drain_fits
+from kafka_ops.testing.drain_oracle import drain_breaks, drain_fits
 from kafka_ops.testing.feasibility import check_hard_goals
+from kafka_ops.testing.grown import grown_pools, grown_removal, grown_spec
 
 _UP_FRONT = ("no plan fits them", "must move, but", "with room for one replica", "fewer than the replication factor",
              "but its pool")
-
-
-def spec_of(seed: int) -> dict[str, Any]:
-    """The generator spec of a seed (the rebalance fuzz's draw)."""
-    r = random.Random(seed)
-    brokers = r.randint(5, 48)
-    racks = min(r.choice([1, 2, 3, 3, 4, 6, brokers, max(1, brokers // 2)]), brokers)
-    rfs = r.choice([((3, 1.0),), ((2, 0.5), (3, 0.5)), ((1, 0.2), (3, 0.8)), ((4, 0.3), (3, 0.7)),
-                    ((2, 1.0),), ((5, 0.1), (2, 0.9))])
-    return dict(brokers=brokers, racks=racks, partitions=r.randint(200, 4000),
-                replication_factors=tuple((min(rf, brokers - 2), s) for rf, s in rfs),
-                new_brokers=r.randint(0, min(5, brokers // 3)),
-                hot_topic_share=r.choice([0.0, 0.02, 0.1, 0.3]), zipf_exponent=r.uniform(0.5, 2.0),
-                max_partitions_per_topic=r.choice([8, 32, 128, 512]),
-                disk_utilisation=r.choice([0.1, 0.3, 0.45, 0.6, 0.72]),
-                non_preferred_leader_share=r.choice([0.0, 0.03, 0.3]),
-                hand_moved_share=r.choice([0.0, 0.05, 0.2]), dead_brokers=r.choice([0, 0, 1, 2]))
-
-
-def pools_of(cluster: ClusterModel, seed: int) -> PoolSet:
-    """Two or three pools of random sizes (each a broker more than the largest replication
-    factor, where the brokers allow), every topic in one."""
-    r = random.Random(-seed - 1)
-    brokers = sorted(cluster.brokers)
-    r.shuffle(brokers)
-    least = 1 + max(len(p.replicas) for p in cluster)
-    k = max(1, min(r.choice([2, 3]), len(brokers) // least))
-    sizes = [least] * k
-    for _ in range(len(brokers) - least * k):
-        sizes[r.randrange(k)] += 1
-    groups, at = [], 0
-    for n in sizes:
-        groups.append(brokers[at:at + n])
-        at += n
-    topics: list[list[str]] = [[] for _ in groups]
-    for topic in sorted({tp.topic for tp in cluster.partitions}):
-        topics[r.choices(range(k), weights=sizes)[0]].append(topic)
-    return PoolSet([Pool(f"pool-{i}", frozenset(g), tuple(t))
-                    for i, (g, t) in enumerate(zip(groups, topics, strict=True))])
 
 
 def verdict(message: str) -> str:
@@ -94,14 +54,13 @@ def verdict(message: str) -> str:
 
 
 def run(seed: int, mode: str, pooled: bool = False) -> dict[str, Any]:
-    spec = spec_of(seed)
+    spec = grown_spec(seed)
     rec: dict[str, Any] = {"seed": seed, "spec": spec}
     cluster = generate_cluster("medium", seed=seed, **spec)
-    pools = pools_of(cluster, seed) if pooled else None
+    pools = grown_pools(cluster, seed) if pooled else None
     gone: set[int] = set()
     if mode == "remove-brokers":
-        holding = sorted(b for b, x in cluster.brokers.items() if x.alive and cluster.partitions_on(b))
-        gone = set(random.Random(seed).sample(holding, min(len(holding) - 1, random.Random(-seed).randint(1, 3))))
+        gone = grown_removal(cluster, seed)
         rec["gone"] = sorted(gone)
     rec["partitions"] = len(cluster.partitions)
     started = time.process_time()
@@ -125,9 +84,8 @@ def run(seed: int, mode: str, pooled: bool = False) -> dict[str, Any]:
         drained = ClusterModel([replace(b, alive=b.alive and b.id not in gone) for b in cluster.brokers.values()],
                                list(cluster))
         after = drained.with_assignment(result.plan.replicas)
-        # A drain may keep what the start broke (a rack crowded by hand): compared by partition.
-        kept = {v.split(":")[0] for v in check_hard_goals(drained, drained, pools)} if mode != "rebalance" else set()
-        broken = {v for v in check_hard_goals(drained, after, pools) if v.split(":")[0] not in kept}
+        broken = set(check_hard_goals(drained, after, pools) if mode == "rebalance"
+                     else drain_breaks(cluster, gone, result.plan.replicas, pools))
         for b, broker in drained.brokers.items():
             limit = 0.8 * broker.capacity.disk_bytes
             disk = sum(p.size_bytes for p in after.partitions_on(b))

@@ -13,11 +13,14 @@ drain plan exists; "yes" is for the plan's own check to confirm.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
+from dataclasses import replace
 
 from ortools.sat.python import cp_model
 
-from kafka_ops.model import ClusterModel
-from kafka_ops.testing.feasibility import rack_key, rack_limit, replicas_of
+from kafka_ops.model import ClusterModel, TopicPartition
+from kafka_ops.pools import PoolSet
+from kafka_ops.testing.feasibility import allowed_brokers, rack_key, rack_limit, replicas_of
 
 _MiB = 2**20
 
@@ -78,3 +81,29 @@ def drain_fits(cluster: ClusterModel, gone: set[int], others_move: bool, limit: 
     if status == cp_model.INFEASIBLE:
         return False
     return True if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
+
+
+def drain_breaks(before: ClusterModel, gone: set[int], replicas: Mapping[TopicPartition, tuple[int, ...]],
+                 pools: PoolSet | None = None) -> list[str]:
+    """What a drain plan (``replicas``: the partitions it changes) broke. A changed partition
+    keeps its replication factor on distinct live brokers, none removed, with no more
+    replicas outside its pool and no more crowding of a rack than at the start (a drain may
+    keep what the start broke: a rack crowded by hand, a replica left outside its pool)."""
+    drained = ClusterModel([replace(b, alive=b.alive and b.id not in gone) for b in before.brokers.values()],
+                           list(before))
+    out = []
+    for tp, new in replicas.items():
+        old = before.partitions[tp].replicas
+        pool = pools.pool_for_topic(tp.topic) if pools is not None else None
+        members = pool.brokers if pool is not None else frozenset(before.brokers)
+        allowed = allowed_brokers(drained, pools, tp.topic)
+        crowding = [max(Counter(rack_key(drained, b) for b in reps).values()) for reps in (old, new)]
+        if len(set(new)) != len(new) or len(new) != len(old):
+            out.append(f"{tp}: {old} -> {new}")
+        if any(not drained.brokers[b].alive for b in new):
+            out.append(f"{tp}: a replica on a dead or removed broker")
+        if not {b for b in new if b not in members} <= {b for b in old if b not in members}:
+            out.append(f"{tp}: more replicas outside its pool")
+        if crowding[1] > max(rack_limit(drained, allowed, len(old)), crowding[0]):
+            out.append(f"{tp}: {crowding[1]} replicas in one rack")
+    return out
