@@ -16,6 +16,7 @@ import numpy as np
 from kafka_ops.errors import ValidationError
 from kafka_ops.model import BrokerCapacity
 from kafka_ops.planner.context import Move, Run
+from kafka_ops.planner.room_cut import short_brokers
 from kafka_ops.planner.state import WorkingState
 
 _TIGHT_FILL = 0.95  # a pool or rack its must-hold load fills this far is named in a "may exist" error
@@ -30,6 +31,8 @@ class _Fill(NamedTuple):
     brokers: int
     must: float
     room: float
+    members: tuple[int, ...] = ()  # a set of brokers neither the pool nor one rack (room_cut.py)
+    why: str = ""  # with members: the rules that force the load onto them
 
     @property
     def resource(self) -> str:
@@ -37,6 +40,12 @@ class _Fill(NamedTuple):
 
     def amount(self, x: float) -> str:
         return f"{x / 1024**3:,.1f} GiB" if self.resource_index == 0 else f"{x:,.1f} B/s"
+
+    @property
+    def where(self) -> str:
+        if self.members:
+            return f"brokers {', '.join(map(str, self.members))} of {self.pool!r}"
+        return f"{self.pool!r}" if self.rack is None else f"rack {self.rack!r} of {self.pool!r}"
 
 
 class HardGoal:
@@ -679,14 +688,14 @@ class CapacityGoal(HardGoal):
         is above its disk limit", which says neither that no plan exists nor why."""
         for fill in self._fills(run, limits, rack_rule):
             if fill.must > fill.room:
-                where = (f"the replicas of {fill.pool!r} take" if fill.rack is None else
-                         f"rack {fill.rack!r} of {fill.pool!r} must hold")
-                why = "" if fill.rack is None else (" (rack_awareness: its share of every partition the "
-                                                    "other racks may not hold more of)")
+                where = (f"the replicas of {fill.pool!r} take" if fill.rack is None and not fill.members
+                         else f"{fill.where} must hold")
+                why = (f" ({fill.why})" if fill.members else "" if fill.rack is None else
+                       " (rack_awareness: its share of every partition the other racks may not hold more of)")
                 return (f"capacity: {where} {fill.amount(fill.must)} of {fill.resource}{why}, more than "
-                        f"its {fill.brokers} live brokers' limits add up to ({fill.amount(fill.room)}; limits "
-                        f"are capacity x capacity_threshold): no plan fits them; add brokers"
-                        f"{'' if fill.rack is None else ' to the rack'} or raise the limits")
+                        f"{'their' if fill.members else 'its'} {fill.brokers} live brokers' limits add up to "
+                        f"({fill.amount(fill.room)}; limits are capacity x capacity_threshold): no plan fits "
+                        f"them; add brokers{'' if fill.rack is None else ' to the rack'} or raise the limits")
         return None
 
     def tightest_fill(self, run: Run) -> str | None:
@@ -697,8 +706,8 @@ class CapacityGoal(HardGoal):
         fill = max(fills, key=lambda f: f.must / f.room, default=None)
         if fill is None or fill.must < _TIGHT_FILL * fill.room:
             return None
-        who = f"{fill.pool!r}" if fill.rack is None else f"rack {fill.rack!r} of {fill.pool!r}"
-        return (f"{who} must hold {fill.amount(fill.must)} of {fill.resource} within its {fill.brokers} "
+        return (f"{fill.where} must hold {fill.amount(fill.must)} of {fill.resource} within "
+                f"{'their' if fill.members else 'its'} {fill.brokers} "
                 f"live brokers' limits of {fill.amount(fill.room)} ({fill.must / fill.room:.2%} full)")
 
     def _fills(self, run: Run, limits: Sequence[tuple[float, float, float, float]],
@@ -714,13 +723,20 @@ class CapacityGoal(HardGoal):
                 continue
             total = [0.0, 0.0]
             held = {b: [0.0, 0.0] for b in live}  # what the plan leaves in place, per broker
+            classes: list[dict[tuple[int, int], float]] = [{}, {}]  # room_cut's, per resource
+            kinds: dict[int, tuple[int, int]] = {}  # (RF, its rack limit), per RF
             for p in range(st.np):
                 if st.group_of(p) != g:
                     continue
                 load = (st.size[p], st.bytes_in[p])
                 if run.partition_movable[p]:
+                    rf = len(st.replicas[p])
+                    if rf not in kinds:
+                        kinds[rf] = (rf, rack_limit(run, p) if rack_rule else rf)
+                    kind = kinds[rf]
                     for i in checked:
-                        total[i] += load[i] * len(st.replicas[p])
+                        total[i] += load[i] * rf
+                        classes[i][kind] = classes[i].get(kind, 0.0) + load[i]
                     continue
                 for b in st.replicas[p]:
                     if b in held:
@@ -739,6 +755,31 @@ class CapacityGoal(HardGoal):
                     room = sum(max(limits[b][i], held[b][i]) for b in members)
                     yield _Fill(i, group.name, st.cluster.rack_of(st.broker_ids[members[0]]),
                                 len(members), must, room)
+            for i in checked:
+                yield from self._cut(run, group.name, live, held, classes[i], i, limits, rack_rule)
+
+    @staticmethod
+    def _cut(run: Run, pool: str, live: Sequence[int], held: dict[int, list[float]],
+             classes: dict[tuple[int, int], float], i: int,
+             limits: Sequence[tuple[float, float, float, float]], rack_rule: bool) -> Iterator[_Fill]:
+        """The brokers of a pool that must hold more than their limits (room_cut.py), else more
+        than _TIGHT_FILL of them, as a fill (after the pool's and the racks', which it may
+        repeat)."""
+        st = run.state
+        rack = {b: st.rack[b] for b in live}
+        for fill in (1.0, _TIGHT_FILL):
+            found = short_brokers(rack, {b: max(0.0, limits[b][i] - held[b][i]) for b in live},
+                                  classes, fill)
+            if found is not None:
+                short, must = found
+                racks = sorted({str(st.cluster.rack_of(st.broker_ids[b])) for b in short})
+                why = (f"on racks {', '.join(repr(r) for r in racks)}: of every partition, the replicas "
+                       "the pool's other brokers may not hold, one per broker"
+                       f"{' and at most the rack limit per rack' if rack_rule else ''}")
+                yield _Fill(i, pool, None, len(short), must + sum(held[b][i] for b in short),
+                            sum(max(limits[b][i], held[b][i]) for b in short),
+                            tuple(st.broker_ids[b] for b in short), why)
+                return
 
     def _hand_off_leaderships(self, run: Run, b: int, on: Sequence[int]) -> None:
         """Network out above the limit: leaderships go first, the heaviest first, each to the

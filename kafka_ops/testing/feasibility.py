@@ -31,6 +31,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from itertools import combinations
 
+from ortools.linear_solver import pywraplp
+
 from kafka_ops.model import ClusterModel, Partition, TopicPartition
 from kafka_ops.pools import PoolSet
 
@@ -388,3 +390,30 @@ def broker_limits(cluster: ClusterModel, b: int, max_replicas: int | None,
     cap = cluster.brokers[b].capacity
     return [cap.disk_bytes * threshold or inf, cap.network_in_bytes_per_sec * threshold or inf,
             cap.network_out_bytes_per_sec * threshold or inf, inf if max_replicas is None else max_replicas]
+
+
+def disk_splits_fit(cluster: ClusterModel, pools: PoolSet | None = None, threshold: float = 0.8) -> bool:
+    """Whether the disk fits if replicas could be split: a linear program per pool (GLOP), each
+    partition's RF replicas spread as fractions over its pool's live brokers, at most one per
+    broker and the rack limit per rack, no broker's bytes above its limit. False proves that
+    no plan exists (every plan is such a split); True proves nothing. For rebalances without
+    reassignments in flight: every partition may move."""
+    by_brokers: dict[tuple[int, ...], list[Partition]] = {}
+    for p in cluster:
+        by_brokers.setdefault(tuple(allowed_brokers(cluster, pools, p.topic)), []).append(p)
+    for brokers, parts in by_brokers.items():
+        lp = pywraplp.Solver.CreateSolver("GLOP")
+        share = {(i, b): lp.NumVar(0, 1, f"x{i}_{b}") for i in range(len(parts)) for b in brokers}
+        for i, p in enumerate(parts):
+            rf = len(p.replicas)
+            lp.Add(sum(share[i, b] for b in brokers) == rf)
+            limit = rack_limit(cluster, list(brokers), rf)
+            for rack in {rack_key(cluster, b) for b in brokers}:
+                lp.Add(sum(share[i, b] for b in brokers if rack_key(cluster, b) == rack) <= limit)
+        for b in brokers:
+            disk = broker_limits(cluster, b, None, threshold)[0]
+            if disk != float("inf"):
+                lp.Add(sum(p.size_bytes / 2**30 * share[i, b] for i, p in enumerate(parts)) <= disk / 2**30)
+        if lp.Solve() != pywraplp.Solver.OPTIMAL:
+            return False
+    return True

@@ -94,6 +94,23 @@ def test_a_rack_heavier_than_its_brokers_limits_together_fails_at_once_naming_th
     assert plan_rebalance(c.with_brokers(brokers)).plan.replicas
 
 
+def test_racks_heavier_than_their_brokers_limits_together_fail_at_once_naming_the_brokers() -> None:
+    # RF 3 on racks of 3, 2, 1 and 1 brokers: at most one replica per rack. Rack a takes one of
+    # each partition at most, so racks b, c and d hold the other two of every partition: 36 GiB
+    # against their four brokers' 32 GiB of limits, though the pool (54 of 56 GiB) and every
+    # rack alone fit. CP-SAT searched a pooled fuzz start of this shape (grown seed 8) for 60
+    # deterministic seconds without deciding it.
+    cap = BrokerCapacity(disk_bytes=10 * GiB)
+    brokers = [Broker(i, "aaabbcd"[i], capacity=cap) for i in range(7)]
+    c = ClusterModel(brokers, [part("t", p, (p % 3, 3 + p % 2, 5 + p % 2), size=2 * GiB) for p in range(9)])
+    with pytest.raises(ValidationError, match=r"^capacity: brokers 3, 4, 5, 6 of 'cluster' must hold 36.0 GiB "
+                                              r"of disk \(on racks 'b', 'c', 'd': .*\), more than their 4 live "
+                                              r"brokers' limits add up to \(32.0 GiB"):
+        plan_rebalance(c)
+    # Seven partitions fit (28 of 32 GiB there): nothing is refused wrongly.
+    assert plan_rebalance(ClusterModel(brokers, list(c)[:7])).plan.replicas
+
+
 def _after(result: PlanResult) -> dict[str, float]:
     """Per goal, its max - min or max / mean once planned."""
     return {g.name: g.after.get("max_minus_min", g.after.get("max_over_mean", 0.0))
