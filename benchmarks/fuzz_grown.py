@@ -1,15 +1,16 @@
 """Grown clusters of random shapes: planned, refused with a reason proved, or undecided?
 
-    .venv/bin/python benchmarks/fuzz_grown.py [--mode rebalance|remove-brokers|fix-offline]
+    .venv/bin/python benchmarks/fuzz_grown.py [--mode rebalance|remove-brokers|fix-offline|migrate-pool]
                                               [--pools] [--seeds A-B] [--json OUT]
 
 Each seed draws a generator spec far from the presets (kafka_ops/testing/grown.py: 5-48
 brokers, one rack to one per broker, RF 1-5, 200-4,000 partitions, hot topics, empty new,
 dead and hand-moved replicas, disks 10-72% full); with ``--pools``, two or three random
 pools that most topics start outside of. The mode's plan (remove-brokers drains 1-3 random
-brokers that hold replicas) is checked by an independent checker: every hard goal for a
-rebalance (kafka_ops.testing.feasibility), for a drain nothing broken that the start kept
-(drain_oracle.drain_breaks), and disk within its limit or start on every broker.
+brokers that hold replicas; migrate-pool always has pools) is checked by an independent
+checker: every hard goal for a rebalance (kafka_ops.testing.feasibility), for a drain or a
+migration nothing broken that the start kept (drain_oracle.drain_breaks), for a migration
+no replica left outside its pool, and disk within its limit or start on every broker.
 A refusal is sorted by what its message claims: proved before any search (a sum over a
 rack or pool, a partition with too few brokers), proved by search (every assignment tried,
 or CP-SAT), undecided ("one may still exist"), or none of these: the greedy error alone,
@@ -45,7 +46,7 @@ from typing import Any
 from kafka_ops.errors import ValidationError
 from kafka_ops.generator import generate_cluster
 from kafka_ops.model import ClusterModel
-from kafka_ops.planner import plan_fix_offline, plan_rebalance, plan_remove_brokers
+from kafka_ops.planner import plan_fix_offline, plan_migrate_pool, plan_rebalance, plan_remove_brokers
 from kafka_ops.testing.drain_oracle import drain_breaks, drain_fits
 from kafka_ops.testing.feasibility import check_hard_goals
 from kafka_ops.testing.grown import grown_pools, grown_removal, grown_spec
@@ -80,12 +81,15 @@ def run(seed: int, mode: str, pooled: bool = False) -> dict[str, Any]:
             result = plan_rebalance(cluster, pools)
         elif mode == "remove-brokers":
             result = plan_remove_brokers(cluster, sorted(gone), pools)
+        elif mode == "migrate-pool":
+            assert pools is not None
+            result = plan_migrate_pool(cluster, pools)
         else:
             result = plan_fix_offline(cluster, pools)
     except ValidationError as e:
         rec["outcome"] = verdict(str(e))
         rec["error"] = str(e)[:300]
-        if mode != "rebalance" and pools is None:
+        if mode in ("remove-brokers", "fix-offline") and pools is None:
             rec["oracle"] = {"others stay": drain_fits(cluster, gone, others_move=False, seconds=30),
                              "others move": drain_fits(cluster, gone, others_move=True, seconds=30)}
     else:
@@ -97,6 +101,18 @@ def run(seed: int, mode: str, pooled: bool = False) -> dict[str, Any]:
         after = drained.with_assignment(result.plan.replicas)
         broken = set(check_hard_goals(drained, after, pools) if mode == "rebalance"
                      else drain_breaks(cluster, gone, result.plan.replicas, pools))
+        if mode == "migrate-pool":
+            # The mode moves replicas into their pools only: a partition it changes may keep a
+            # replica on a dead broker (its reassignment then waits for that broker). Counted.
+            dead = {x for x in broken if x.endswith("a replica on a dead or removed broker")}
+            rec["dead kept"] = len(dead)
+            broken -= dead
+            assert pools is not None
+            unpooled = set(cluster.brokers) - {b for pool in pools.pools.values() for b in pool.brokers}
+            for p in after:
+                pool = pools.pool_for_topic(p.topic)
+                if set(p.replicas) - (pool.brokers if pool is not None else unpooled):
+                    broken.add(f"{p.tp}: a replica outside its pool")
         for b, broker in drained.brokers.items():
             limit = 0.8 * broker.capacity.disk_bytes
             disk = sum(p.size_bytes for p in after.partitions_on(b))
@@ -111,7 +127,8 @@ def run(seed: int, mode: str, pooled: bool = False) -> dict[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--mode", choices=("rebalance", "remove-brokers", "fix-offline"), default="rebalance")
+    ap.add_argument("--mode", choices=("rebalance", "remove-brokers", "fix-offline", "migrate-pool"),
+                    default="rebalance")
     ap.add_argument("--pools", action="store_true")
     ap.add_argument("--seeds", default="0-19")
     ap.add_argument("--json")
@@ -119,7 +136,7 @@ def main() -> None:
     lo, hi = map(int, args.seeds.split("-"))
     records = []
     for seed in range(lo, hi + 1):
-        rec = run(seed, args.mode, args.pools)
+        rec = run(seed, args.mode, args.pools or args.mode == "migrate-pool")
         records.append(rec)
         print(f"seed {seed}: {rec['outcome']} ({rec['partitions']} partitions, {rec['cpu']} s)"
               + (f" oracle {rec['oracle']}" if "oracle" in rec else ""), file=sys.stderr, flush=True)
@@ -130,6 +147,10 @@ def main() -> None:
         print(f"| {outcome} | {n} |")
     cpu = sorted(r["cpu"] for r in records)
     print(f"planner CPU mean / max: {sum(cpu) / len(cpu):.2f} / {cpu[-1]:.2f} s")
+    if args.mode == "migrate-pool":
+        dead = [r for r in records if r.get("dead kept")]
+        print(f"plans that change a partition and keep its replica on a dead broker: {len(dead)} "
+              f"({sum(r['dead kept'] for r in dead)} partitions)")
     look = [r for r in records if r["outcome"] in ("planned, a rule broken", "refused, greedy error alone")
             or (r["outcome"] == "refused, proved by search" and r.get("oracle", {}).get("others move"))]
     for r in look:

@@ -685,7 +685,8 @@ class CapacityGoal(HardGoal):
         rack limit), the same per rack for what the rack rule forces into it (rack_forced): a
         rack of three live brokers beside racks of four holds a third of the RF-3 partitions,
         and at 70% disk that was 1.07 x its limits. The greedy goals then failed with "broker 3
-        is above its disk limit", which says neither that no plan exists nor why."""
+        is above its disk limit", which says neither that no plan exists nor why. Last, a set
+        of brokers neither the pool nor one rack (room_cut.py: two racks of one broker each)."""
         for fill in self._fills(run, limits, rack_rule):
             if fill.must > fill.room:
                 where = (f"the replicas of {fill.pool!r} take" if fill.rack is None and not fill.members

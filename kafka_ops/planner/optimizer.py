@@ -25,6 +25,7 @@ from kafka_ops.planner.hard import CapacityGoal, HardGoal, rack_limit
 from kafka_ops.planner.move_exact import lower_loads, save_moves
 from kafka_ops.planner.packing import pack_exactly
 from kafka_ops.planner.packing_cp import pack_cp
+from kafka_ops.planner.pool_pack import pack_leaving
 from kafka_ops.planner.savings import save_bytes
 from kafka_ops.planner.state import WorkingState
 from kafka_ops.planner.summary import GoalResult, PlanSummary, summarize
@@ -91,12 +92,21 @@ def _check_live_brokers(run: Run, pools: bool) -> None:
 
 
 def _exact_repair(run: Run, fixing: list[HardGoal], greedy: ValidationError) -> None:
-    """Exact placement, then the greedy capacity goal; brokers it leaves over a disk or network
+    """The replicas that must leave packed largest first (pool_pack.py), then the greedy goals;
+    else exact placement, then the greedy capacity goal; brokers it leaves over a disk or network
     limit are kept empty in the next try, every broker with such a limit in the last. Then,
     on starts small enough, bin packing solved exactly (packing.py), and on larger ones by
     CP-SAT within a budget (packing_cp.py)."""
     capacity = next(g for g in HARD_GOALS if isinstance(g, CapacityGoal))
     st = run.state
+    if pack_leaving(run, capacity, [capacity.limits(run, b) for b in range(st.nb)]):
+        try:
+            for goal in fixing:
+                goal.optimize(run)
+            check_hard_goals(run, fixing)
+            return
+        except ValidationError:
+            pass
     avoid: frozenset[int] = frozenset()
     limited = frozenset(b for b in range(st.nb) if any(
         lim != float("inf") for lim in capacity.limits(run, b)[:3]))
@@ -159,42 +169,52 @@ def _kept_rules(run: Run, fixing: list[HardGoal], start: dict[str, set[str]]) ->
 
 
 def _drain_exactly(run: Run, fixing: list[HardGoal], greedy: ValidationError,
-                   leave: Callable[[int, int], bool]) -> None:
-    """A repair mode's replicas that must leave, packed exactly (only they move), else by
-    CP-SAT (packing_cp.py: room made by other moves where they alone do not fit); taken when
-    it breaks no rule the start kept (the other hard goals only veto there), else the greedy
-    error stands, followed by CP-SAT's proof when it has one. The greedy drain refused 6 of
-    1,800 tiny starts that such a packing fits: largest first onto the roomiest broker filled
-    the one broker a later replica needed."""
+                   leave: Callable[[int, int], bool]) -> str:
+    """A repair mode's replicas that must leave, packed largest first against the loads they
+    leave (pool_pack.py), else exactly (only they move), else by CP-SAT (packing_cp.py: room
+    made by other moves where they alone do not fit); taken when it breaks no rule the start
+    kept (the other hard goals only veto there), else the greedy error stands, followed by
+    CP-SAT's proof when it has one. How they were placed, for the summary. The greedy drain
+    refused 6 of 1,800 tiny starts that the exact packing fits: largest first onto the roomiest
+    broker filled the one broker a later replica needed."""
     capacity = next(g for g in HARD_GOALS if isinstance(g, CapacityGoal))
     run.state.reset()
     start = {g.name: set(g.violations(run)) for g in HARD_GOALS if g not in fixing}
-    packed = pack_exactly(run, capacity, leave=leave)
-    if not packed:
-        try:
-            packed = pack_cp(run, capacity, leave=leave)
-        except ValidationError as proof:
-            raise ValidationError(f"{greedy}; {proof}") from None
-    if packed:
-        try:
-            check_hard_goals(run, fixing)
-            if _kept_rules(run, fixing, start):
-                st = run.state
-                room = sum(1 for p in range(st.np) if set(st.replicas[p]) != set(st.original[p])
-                           and not any(leave(p, b) for b in st.original[p]))
-                if room:
-                    run.warnings.append(f"{room} partition(s) with no replica to move moved too, to "
-                                        "make room for those that must: the greedy drain found none, "
-                                        "CP-SAT placed them with the fewest moves it found")
-                return
-        except ValidationError:
-            pass
-    if packed is None:
-        raise ValidationError(f"{greedy} (no placement found: the greedy drain is stuck, and CP-SAT "
-                              f"neither placed the replicas nor proved that they cannot fit, so one may "
-                              f"still exist; room on more brokers or higher limits gives the plan a way "
-                              f"out)") from None
-    raise greedy from None
+    st = run.state
+    if pack_leaving(run, capacity, [capacity.limits(run, b) for b in range(st.nb)], leave) and _placed(
+            run, fixing, start):
+        how, chains = "largest first onto the brokers with the most room", "ejection chains"
+    else:
+        st.reset()
+        packed = pack_exactly(run, capacity, leave=leave)
+        if not packed:
+            try:
+                packed = pack_cp(run, capacity, leave=leave)
+            except ValidationError as proof:
+                raise ValidationError(f"{greedy}; {proof}") from None
+        if packed is None:
+            raise ValidationError(f"{greedy} (no placement found: the greedy drain is stuck, and CP-SAT "
+                                  f"neither placed the replicas nor proved that they cannot fit, so one may "
+                                  f"still exist; room on more brokers or higher limits gives the plan a way "
+                                  f"out)") from None
+        if not (packed and _placed(run, fixing, start)):
+            raise greedy from None
+        how, chains = "by an exhaustive search", "CP-SAT, with the fewest moves it found"
+    room = sum(1 for p in range(st.np) if set(st.replicas[p]) != set(st.original[p])
+               and not any(leave(p, b) for b in st.original[p]))
+    if room:
+        run.warnings.append(f"{room} partition(s) with no replica to move moved too, to make room for "
+                            f"those that must (placed by {chains})")
+    return how
+
+
+def _placed(run: Run, fixing: list[HardGoal], start: dict[str, set[str]]) -> bool:
+    """Whether a drain's placement repairs what it must and breaks nothing the start kept."""
+    try:
+        check_hard_goals(run, fixing)
+    except ValidationError:
+        return False
+    return _kept_rules(run, fixing, start)
 
 
 @contextmanager
@@ -289,12 +309,15 @@ def _optimize(state: WorkingState, options: PlannerOptions, mode: str,
         if leave is not None:
             # Repair modes move only what they were asked to: no global re-placement, but the
             # replicas that must leave may be packed exactly (the mode's own placement undone).
-            _drain_exactly(run, fixing, greedy, leave)
             if prepare is not None:
-                del run.warnings[warned:]
-                run.warnings.append(f"the {mode} placement and the greedy repair left a replica without "
-                                    "room: the replicas that must move were placed by an exhaustive "
-                                    "search instead, every other replica left where it was")
+                del run.warnings[warned:]  # the mode's placement is undone
+            how = _drain_exactly(run, fixing, greedy, leave)
+            if prepare is not None:
+                rest = ("every other replica left where it was" if len(run.warnings) == warned
+                        else "other replicas moved to make room (below)")
+                run.warnings.insert(warned, f"the {mode} placement and the greedy repair left a replica "
+                                            f"without room: the replicas that must move were placed again, "
+                                            f"{how}, {rest}")
         elif prepare is not None or fix is not None:
             raise  # the mode made its own changes (replacement, demotion): nothing to redo
         else:

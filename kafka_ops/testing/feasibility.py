@@ -16,7 +16,8 @@ no plan exists; a partition that cannot be placed that way even alone is named);
 restriction in which brokers with a disk limit hold nothing (if that succeeds, a plan
 exists); in between, every assignment tried, depth first, largest partition first (past a
 budget of broker sets, the verdict is "unknown"). The disk limit is capacity x
-``disk_threshold`` (the planner's default capacity threshold, 0.8).
+``disk_threshold`` (the planner's default capacity threshold, 0.8). ``disk_splits_fit`` is a
+fourth, for capacity proofs: a linear program in which replicas may split over brokers.
 
 The rack rule, restated independently: a partition with RF replicas in a pool whose live
 brokers form racks of sizes n_r may hold at most L replicas per rack, L the smallest number

@@ -17,12 +17,15 @@ from hypothesis import example as hypothesis_example
 
 from kafka_ops.cli import main
 from kafka_ops.errors import ValidationError
+from kafka_ops.generator import generate_cluster
 from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition, TopicPartition
 from kafka_ops.plan import ReassignmentPlan
 from kafka_ops.planner import PlannerOptions, plan_migrate_pool
 from kafka_ops.pools import Pool, PoolSet, load_pools, migrate_to_pool, pools_from_dict
 from kafka_ops.snapshot import load_snapshot
+from kafka_ops.testing.drain_oracle import drain_breaks
 from kafka_ops.testing.feasibility import broker_limits, broker_loads, check_hard_goals, fits_every_limit
+from kafka_ops.testing.grown import grown_pools, grown_spec
 from kafka_ops.testing.strategies import tight_mixed_clusters
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "kafka_ops" / "examples"
@@ -175,15 +178,42 @@ def _placement_stuck() -> tuple[ClusterModel, PoolSet, None]:
                      Pool("y", frozenset({1, 3}), topics=("y",))]), None)
 
 
-def test_a_stuck_placement_falls_back_to_placing_the_replicas_outside_the_pool_exactly() -> None:
-    """The plan moves only what must leave pool y, and says why it is not the placement's."""
+def test_a_stuck_placement_falls_back_to_placing_the_replicas_outside_the_pool_again() -> None:
+    """The plan moves only what must leave pool y, within every limit, and says why it is not
+    the placement's: largest first (x-2, 3 GiB, to broker 4: the only room for its 30 MB/s
+    out), each onto the broker with the most room left."""
     cluster, pools, _ = _placement_stuck()
     result = plan_migrate_pool(cluster, pools)
-    assert result.plan.replicas == {TopicPartition("x", 0): (0, 4), TopicPartition("x", 1): (0,),
+    after = cluster.with_assignment(result.plan.replicas)
+    assert check_hard_goals(cluster, after, pools) == []
+    assert all(loads[k] <= limit for b, loads in broker_loads(after).items()
+               for k, limit in enumerate(broker_limits(after, b, None)))
+    assert result.plan.replicas == {TopicPartition("x", 0): (0, 2), TopicPartition("x", 1): (0,),
                                     TopicPartition("x", 2): (4,)}
     assert result.summary.warnings == [
         "the migrate-pool placement and the greedy repair left a replica without room: the replicas "
-        "that must move were placed by an exhaustive search instead, every other replica left where it was"]
+        "that must move were placed again, largest first onto the brokers with the most room, every "
+        "other replica left where it was"]
+
+
+def test_a_migration_the_placement_and_the_greedy_leave_stuck_is_packed_largest_first() -> None:
+    """Grown seed 21 with its pools (15 brokers, one per rack, disks 60% full; every topic given
+    to one of two pools, so most start outside it). The placement and the greedy repair found
+    no broker for a replica, and CP-SAT neither placed them nor proved they cannot fit: the
+    plan was refused, "one may still exist". Packed largest first against the loads that leave
+    (pool_pack.py), every replica ends in its pool and nothing the start kept is broken."""
+    cluster = generate_cluster("medium", seed=21, **grown_spec(21))
+    pools = grown_pools(cluster, 21)
+    result = plan_migrate_pool(cluster, pools)
+    after = cluster.with_assignment(result.plan.replicas)
+    assert drain_breaks(cluster, set(), result.plan.replicas, pools) == []
+    assert all(set(p.replicas) <= pools.pool_for_topic(p.topic).brokers for p in after)
+    assert all(loads[0] <= max(broker_limits(after, b, None)[0], broker_loads(cluster)[b][0])
+               for b, loads in broker_loads(after).items())
+    assert result.summary.warnings == [
+        "the migrate-pool placement and the greedy repair left a replica without room: the replicas "
+        "that must move were placed again, largest first onto the brokers with the most room, every "
+        "other replica left where it was"]
 
 
 @settings(max_examples=300, deadline=None, derandomize=not os.environ.get("KAFKA_OPS_HYPOTHESIS_RANDOM"),
