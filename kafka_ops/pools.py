@@ -239,7 +239,9 @@ def migrate_to_pool(
 
     Minimal moves: only partitions with a replica outside the pool are in the plan, and a
     replica already in the pool stays (unless it shares a rack with another kept replica
-    while the pool has racks enough to separate them). The current leader, if in the pool,
+    while the pool has racks enough to separate them, or its broker is dead: Kafka completes
+    a reassignment only once every target replica is in sync, and the executor refuses a
+    plan onto an offline broker). The current leader, if in the pool,
     stays replicas[0]. Each missing replica goes to an alive pool broker on a rack the
     partition does not use yet, the least loaded rack first (replicas per broker), then the
     broker with the fewest replicas, counting what the pool already holds. Partitions whose
@@ -264,8 +266,9 @@ def migrate_to_pool(
     # Pass 1: what stays, counted before any placement so every choice sees it.
     target: dict[TopicPartition, list[int]] = {}
     free_leader: set[TopicPartition] = set()  # partitions whose leader leaves the pool
+    live = {b.id for b in alive}
     for p in moving:
-        kept = [r for r in p.replicas if r in pool.brokers]
+        kept = [r for r in p.replicas if r in live]
         if p.leader in kept:
             kept.remove(p.leader)
             kept.insert(0, p.leader)

@@ -139,7 +139,9 @@ def make_room_and_move(run: Run, p: int, src: int, fits: Callable[[int], bool],
 
     Used when capacity (disk, network, replica limit) alone rejects every broker the other
     rules allow: an ejection chain of two moves. ``fits`` says which brokers the caller's rule
-    (rack room) allows. Rare, so it scans.
+    (rack room) allows. A partition with a replica on a dead broker is not moved to make room:
+    Kafka completes a reassignment only once every target replica is in sync (migrate-pool on
+    grown seed 54 moved one that way, which the executor then refuses). Rare, so it scans.
     """
     st = run.state
     capacity = next((g for g in run.vetoes if g.name == "capacity"), None)
@@ -152,7 +154,8 @@ def make_room_and_move(run: Run, p: int, src: int, fits: Callable[[int], bool],
             and all(g.accepts(run, ((p, src, b),)) for g in others)]
     for b in sorted(full, key=lambda b: (st.count[b], b)):
         for q in range(st.np):
-            if q == p or b not in st.replicas[q] or not run.partition_movable[q]:
+            if (q == p or b not in st.replicas[q] or not run.partition_movable[q]
+                    or not all(st.eligible[x] for x in st.replicas[q])):
                 continue
             for c in st.groups[st.group_of(q)].brokers:
                 if c == src or not run.can_move(q, b, c):

@@ -25,7 +25,7 @@ from kafka_ops.model import ClusterModel, TopicPartition
 from kafka_ops.planner.context import PlannerOptions, Run
 from kafka_ops.planner.demotion import hand_off_leadership, may_lead
 from kafka_ops.planner.goals import HARD_GOALS
-from kafka_ops.planner.hard import why_no_broker
+from kafka_ops.planner.hard import relocate, why_no_broker
 from kafka_ops.planner.optimizer import PlanResult, check_room, optimize
 from kafka_ops.planner.replication import change_replication_factor
 from kafka_ops.planner.state import WorkingState
@@ -193,11 +193,22 @@ def plan_migrate_pool(cluster: ClusterModel, pools: PoolSet, topics: Sequence[st
     the move caps; the pool_membership goal then only checks, except for what the placement
     does not cover: a partition whose placement a veto refused (a disk or network limit, say:
     the placement counts replicas, not bytes) and unpooled topics on pooled brokers, which it
-    relocates as in any repair. The summary warns when that happened.
+    relocates as in any repair. The summary warns when that happened. A partition that
+    migrates leaves its dead brokers too (the placement replaces those replicas; where it was
+    refused, they are relocated here, or by the repair of a stuck drain): its reassignment
+    could not complete with them.
     """
     st = WorkingState(cluster, pools)
     movable = _topic_filter(st, topics, None, pools)
     membership = tuple(g for g in HARD_GOALS if g.name == "pool_membership")
+    exclusions = next(g for g in HARD_GOALS if g.name == "broker_exclusions")
+
+    def outside(p: int, b: int) -> bool:
+        return b not in st.in_group[st.group_of(p)]
+
+    def leave(p: int, b: int) -> bool:
+        """Outside the pool, or dead in a partition that migrates."""
+        return outside(p, b) or (not st.eligible[b] and any(outside(p, x) for x in st.original[p]))
 
     def place(run: Run) -> None:
         check_room(run, membership)  # the planner's own words for an impossible request
@@ -208,9 +219,15 @@ def plan_migrate_pool(cluster: ClusterModel, pools: PoolSet, topics: Sequence[st
             run.warnings.append(
                 f"{len(refused)} partition(s) placed by the pool_membership goal instead of the "
                 f"pool placement, which a hard goal or a move cap refused: {names}{more}")
+        position = {tp: p for p, tp in enumerate(st.tps)} if refused else {}
+        for tp in refused:
+            p = position[tp]
+            for b in list(st.replicas[p]):
+                if not st.eligible[b] and leave(p, b):
+                    relocate(run, exclusions, p, b, required=False)  # else the drain's repair
 
     return optimize(st, options, "migrate-pool", movable=movable, prepare=place, soft=False,
-                    fix=("pool_membership",), leave=lambda p, b: b not in st.in_group[st.group_of(p)])
+                    fix=("pool_membership",), leave=leave)
 
 
 def _apply_pool_placement(run: Run, cluster: ClusterModel, pools: PoolSet,

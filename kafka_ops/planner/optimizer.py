@@ -21,7 +21,7 @@ from kafka_ops.plan import ReassignmentPlan
 from kafka_ops.planner.context import PlannerOptions, Run
 from kafka_ops.planner.exact import solve_hard_goals
 from kafka_ops.planner.goals import HARD_GOALS, SoftGoal, soft_goals
-from kafka_ops.planner.hard import CapacityGoal, HardGoal, rack_limit
+from kafka_ops.planner.hard import CapacityGoal, HardGoal, rack_limit, why_no_broker
 from kafka_ops.planner.move_exact import lower_loads, save_moves
 from kafka_ops.planner.packing import pack_exactly
 from kafka_ops.planner.packing_cp import pack_cp
@@ -182,7 +182,7 @@ def _drain_exactly(run: Run, fixing: list[HardGoal], greedy: ValidationError,
     start = {g.name: set(g.violations(run)) for g in HARD_GOALS if g not in fixing}
     st = run.state
     if pack_leaving(run, capacity, [capacity.limits(run, b) for b in range(st.nb)], leave) and _placed(
-            run, fixing, start):
+            run, fixing, start, leave):
         how, chains = "largest first onto the brokers with the most room", "ejection chains"
     else:
         st.reset()
@@ -197,7 +197,7 @@ def _drain_exactly(run: Run, fixing: list[HardGoal], greedy: ValidationError,
                                   f"neither placed the replicas nor proved that they cannot fit, so one may "
                                   f"still exist; room on more brokers or higher limits gives the plan a way "
                                   f"out)") from None
-        if not (packed and _placed(run, fixing, start)):
+        if not (packed and _placed(run, fixing, start, leave)):
             raise greedy from None
         how, chains = "by an exhaustive search", "CP-SAT, with the fewest moves it found"
     room = sum(1 for p in range(st.np) if set(st.replicas[p]) != set(st.original[p])
@@ -208,13 +208,34 @@ def _drain_exactly(run: Run, fixing: list[HardGoal], greedy: ValidationError,
     return how
 
 
-def _placed(run: Run, fixing: list[HardGoal], start: dict[str, set[str]]) -> bool:
+def _placed(run: Run, fixing: list[HardGoal], start: dict[str, set[str]],
+            leave: Callable[[int, int], bool]) -> bool:
     """Whether a drain's placement repairs what it must and breaks nothing the start kept."""
     try:
         check_hard_goals(run, fixing)
+        check_dead_left(run, leave)
     except ValidationError:
         return False
     return _kept_rules(run, fixing, start)
+
+
+def check_dead_left(run: Run, leave: Callable[[int, int], bool]) -> None:
+    """Raise for a replica on a dead (or removed) broker that a repair mode must move, or that
+    a partition the plan changes keeps: a migrating partition's dead replica is no goal's
+    violation (migrate-pool fixes only the pools), but Kafka completes a reassignment only once
+    every target replica is in sync."""
+    st = run.state
+    down = {b for b in range(st.nb) if not st.eligible[b]}
+    if not down:
+        return
+    for p, reps in enumerate(st.replicas):
+        if run.partition_movable[p] and not down.isdisjoint(reps):
+            changed = set(reps) != set(st.original[p])
+            for b in reps:
+                if b in down and (changed or leave(p, b)):
+                    raise ValidationError(
+                        f"broker_exclusions: no broker can take the replica of {st.tps[p]} on broker "
+                        f"{st.broker_ids[b]}, which must leave it{why_no_broker(run, p, b, retarget=True)}")
 
 
 @contextmanager
@@ -305,6 +326,8 @@ def _optimize(state: WorkingState, options: PlannerOptions, mode: str,
         for hard_goal in fixing:
             hard_goal.optimize(run)
         check_hard_goals(run, fixing)
+        if leave is not None:
+            check_dead_left(run, leave)
     except ValidationError as greedy:
         if leave is not None:
             # Repair modes move only what they were asked to: no global re-placement, but the

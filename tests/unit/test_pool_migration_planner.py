@@ -150,6 +150,45 @@ def test_impossible_migration_fails_in_the_planners_words() -> None:
         migrate_to_pool(cluster, pools_from_dict(POOLS), "p")
 
 
+def test_a_migrating_partition_leaves_its_dead_broker_too_and_the_others_stay() -> None:
+    """t-0 on (2, 8): 8 is outside pool p, and 2, in it, is dead. Kafka completes a
+    reassignment only once every target replica is in sync, and the executor refuses a plan
+    onto an offline broker, so both replicas move (a grown-cluster fuzz found 25 of 100
+    migrations planned onto dead brokers). t-1 on (2, 0), inside the pool, is fix-offline's to
+    move, not the migration's. Both entry points: the planner and ``pools migrate``."""
+    brokers = [Broker(0), Broker(1), Broker(2, alive=False), Broker(8), Broker(9)]
+    cluster = cluster_of(brokers, {"t": [(2, 8), (2, 0)]})
+    pools = pools_from_dict(POOLS)
+    for plan in (plan_migrate_pool(cluster, pools).plan.replicas, migrate_to_pool(cluster, pools, "p").replicas):
+        assert sorted(plan[TopicPartition("t", 0)]) == [0, 1]
+        assert TopicPartition("t", 1) not in plan
+
+
+def test_a_migrating_partition_whose_placement_is_refused_leaves_its_dead_broker_too() -> None:
+    """t-0 on (3, 9), 1 KB: the placement picks brokers 0 and 1, broker 0's disk limit refuses
+    it, and the membership goal moves the replica outside the pool; the dead one goes too."""
+    brokers = [Broker(0, capacity=BrokerCapacity(disk_bytes=500)), Broker(1), Broker(2),
+               Broker(3, alive=False), Broker(8), Broker(9)]
+    cluster = cluster_of(brokers, {"t": [(3, 9)]}, {"t": [1000]})
+    pools = pools_from_dict({"pools": {"p": {"brokers": [0, 1, 2, 3], "topics": ["t"]}, "q": {"brokers": [8, 9]}}})
+    result = plan_migrate_pool(cluster, pools)
+    assert sorted(result.plan.replicas[TopicPartition("t", 0)]) == [1, 2]
+    assert result.summary.warnings[0].startswith("1 partition(s) placed by the pool_membership goal")
+
+
+def test_no_partition_the_migration_changes_keeps_a_replica_on_a_dead_broker() -> None:
+    """Grown seed 54 with its pools (brokers 2 and 4 dead, in pool-1): to make room, the
+    membership goal's ejection chain moved topic-00000-14 (2, 3), a partition already in its
+    pool, to (2, 12), whose reassignment cannot finish while broker 2 is down."""
+    cluster = generate_cluster("medium", seed=54, **grown_spec(54))
+    pools = grown_pools(cluster, 54)
+    result = plan_migrate_pool(cluster, pools)
+    dead = {b for b, broker in cluster.brokers.items() if not broker.alive}
+    assert dead
+    assert [tp for tp, reps in result.plan.replicas.items() if set(reps) & dead] == []
+    assert drain_breaks(cluster, set(), result.plan.replicas, pools) == []
+
+
 def test_the_move_cap_stops_the_migration_clearly() -> None:
     cluster = cluster_of([Broker(b) for b in (0, 1, 2, 8, 9)], {"t": [(9,), (8,), (9,)]})
     with pytest.raises(ValidationError, match="pool_membership"):
