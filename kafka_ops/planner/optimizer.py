@@ -213,13 +213,13 @@ def _placed(run: Run, fixing: list[HardGoal], start: dict[str, set[str]],
     """Whether a drain's placement repairs what it must and breaks nothing the start kept."""
     try:
         check_hard_goals(run, fixing)
-        check_dead_left(run, leave)
+        _check_dead_left(run, leave)
     except ValidationError:
         return False
     return _kept_rules(run, fixing, start)
 
 
-def check_dead_left(run: Run, leave: Callable[[int, int], bool]) -> None:
+def _check_dead_left(run: Run, leave: Callable[[int, int], bool]) -> None:
     """Raise for a replica on a dead (or removed) broker that a repair mode must move, or that
     a partition the plan changes keeps: a migrating partition's dead replica is no goal's
     violation (migrate-pool fixes only the pools), but Kafka completes a reassignment only once
@@ -327,7 +327,7 @@ def _optimize(state: WorkingState, options: PlannerOptions, mode: str,
             hard_goal.optimize(run)
         check_hard_goals(run, fixing)
         if leave is not None:
-            check_dead_left(run, leave)
+            _check_dead_left(run, leave)
     except ValidationError as greedy:
         if leave is not None:
             # Repair modes move only what they were asked to: no global re-placement, but the

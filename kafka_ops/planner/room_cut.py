@@ -65,7 +65,8 @@ def short_brokers(rack: Mapping[int, int], room: Mapping[int, float],
     node = {b: 2 + i for i, b in enumerate(brokers)}
     nodes = 2 + len(brokers)
     for b in brokers:
-        arc(node[b], sink, math.ceil(max(0.0, fill * room[b]) / unit))
+        # No broker takes more than the whole need: a larger room (a tiny need) would overflow.
+        arc(node[b], sink, min(2 * _GRAIN, math.ceil(max(0.0, fill * room[b]) / unit)))
     racks: dict[int, list[int]] = defaultdict(list)
     for b in brokers:
         racks[rack[b]].append(b)

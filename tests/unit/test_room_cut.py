@@ -80,3 +80,11 @@ def test_two_racks_of_one_broker_can_be_short_together_though_neither_is_alone()
     assert short_brokers(rack, room, {(3, 1): 18.0}) == ([3, 4, 5, 6], 36.0)
     assert short_brokers(rack, room, {(3, 1): 16.0}) is None
     assert short_brokers(rack, room, {(3, 1): 16.0}, fill=0.95) is not None
+
+
+def test_a_tiny_need_beside_a_large_room_is_no_overflow() -> None:
+    # 3 B/s in against network-in limits of 100 MB/s: in units of the need, a broker's room is
+    # beyond 64 bits; it is never needed beyond the whole need.
+    rack = {0: 0, 1: 1, 2: 2}
+    assert short_brokers(rack, dict.fromkeys(rack, 1e8), {(3, 1): 1.0}) is None
+    assert short_brokers(rack, {0: 1e8, 1: 1e8, 2: 0.5}, {(3, 1): 1.0}) == ([2], 1.0)
