@@ -81,7 +81,7 @@ class Run:
         self.leadership_only = leadership_only
         st = state
         self.partition_movable = [movable(p) if movable else True for p in range(st.np)]
-        for p in st.in_flight:
+        for p in (*st.in_flight, *st.offline):
             self.partition_movable[p] = False
         self.warnings: list[str] = []  # what the summary must tell the operator
         allowed = set(destinations) if destinations is not None else None

@@ -241,24 +241,27 @@ def _per_rf(run: Run, g: int, weight: Callable[[int], float] | None
 
 
 def why_no_broker(run: Run, p: int, src: int, retarget: bool = False,
-                  rack_room: Callable[[int], bool] | None = None) -> str:
+                  rack_room: Callable[[int], bool] | None = None, only: int | None = None) -> str:
     """Which rules rejected the brokers p's replica on src could go to, for an error message.
 
     ``retarget`` as in Run.can_move: the caller's own rule, so the reasons match what it tried.
     A capacity rejection names the resource that has no room. ``rack_room``: the brokers the
     caller tried at all (the rack goal tries only racks with room); the others are counted as
-    such, not blamed on a rule that would have let them take it.
+    such, not blamed on a rule that would have let them take it. ``only``: the one broker the
+    caller tried (replace-broker's new one), whose reason alone is given.
     """
     st = run.state
     group = st.groups[st.group_of(p)]
     if p in st.in_flight:
         return " (it has a reassignment in flight: wait for it to finish or cancel it)"
+    if p in st.offline:
+        return " (it is offline, no replica on a live broker: no reassignment can copy its data)"
     if run.leadership_only:
         return " (this plan moves leadership only, no replicas)"
     if not run.partition_movable[p]:
         return " (its topic is outside the topics or pool this plan may change)"
     reasons: Counter[str] = Counter()
-    for b in group.brokers:
+    for b in group.brokers if only is None else (only,):
         if b in st.replicas[p]:
             reasons["already holding a replica"] += 1
             continue
@@ -282,6 +285,8 @@ def why_no_broker(run: Run, p: int, src: int, retarget: bool = False,
             reasons["max_moves/max_bytes caps"] += 1
     if not reasons:
         return f" (group {group.name!r} has no brokers)"
+    if only is not None:
+        return f" (broker {st.broker_ids[only]}: {next(iter(reasons))})"
     detail = ", ".join(f"{n} {r}" for r, n in reasons.most_common())
     return f" ({len(group.brokers)} brokers in {group.name!r}: {detail})"
 

@@ -129,28 +129,43 @@ def plan_demote(cluster: ClusterModel, brokers: Sequence[int], pools: PoolSet | 
 
     Only the partitions the demoted brokers lead may change: a partition led by a dead broker
     elsewhere is fix-offline's, and its leader having nowhere to go must not refuse this plan.
+    Nor may a partition with a replica on a dead broker: a new replica order is a reassignment,
+    which Kafka completes only once every replica is in sync. Those keep their leader, with a
+    warning to run fix-offline first.
     """
     demoted = _brokers(cluster, brokers, "demote")
     st = WorkingState(cluster, pools, demoted=demoted)
-    _refuse_in_flight(st, "demote", lambda p: st.demoted[st.replicas[p][0]],
-                      "keep their preferred leader on the brokers to demote")
+
+    def led(p: int) -> bool:
+        return st.demoted[st.replicas[p][0]]
+
+    def whole(p: int) -> bool:
+        return all(st.eligible[b] for b in st.replicas[p])
+
+    _refuse_in_flight(st, "demote", led, "keep their preferred leader on the brokers to demote")
 
     def hand_off(run: Run) -> None:
-        """Warn about partitions that cannot lose leadership without moving data; hand off
-        the others' leadership."""
+        """Warn about partitions that cannot lose leadership without moving data, or without
+        a dead broker back; hand off the others' leadership."""
         stuck = [st.tps[p] for p in range(st.np) if run.partition_movable[p]
                  and not any(may_lead(run, b) for b in st.replicas[p])]
-        if stuck:
-            names = ", ".join(str(tp) for tp in stuck[:10])
-            more = f" and {len(stuck) - 10} more" if len(stuck) > 10 else ""
-            run.warnings.append(
-                f"{len(stuck)} partition(s) keep a demoted leader: every live replica is on a "
-                f"demoted broker, so leadership cannot move without moving data "
-                f"(use remove-brokers or replace-broker): {names}{more}")
+        _warn(run, stuck, "every live replica is on a demoted broker, so leadership cannot move "
+                          "without moving data (use remove-brokers or replace-broker)")
+        _warn(run, [st.tps[p] for p in range(st.np) if led(p) and not whole(p)],
+              "a replica on a dead broker would keep their reassignment from completing "
+              "(run fix-offline first)")
         hand_off_leadership(run)
 
-    return optimize(st, options, "demote", movable=lambda p: st.demoted[st.replicas[p][0]],
+    return optimize(st, options, "demote", movable=lambda p: led(p) and whole(p),
                     prepare=hand_off, soft=False, fix=_DRAIN, leadership_only=True)
+
+
+def _warn(run: Run, stuck: list[TopicPartition], why: str) -> None:
+    """Warn that the partitions keep a demoted leader, and why (ten named)."""
+    if stuck:
+        names = ", ".join(str(tp) for tp in stuck[:10])
+        more = f" and {len(stuck) - 10} more" if len(stuck) > 10 else ""
+        run.warnings.append(f"{len(stuck)} partition(s) keep a demoted leader: {why}: {names}{more}")
 
 
 def plan_fix_offline(cluster: ClusterModel, pools: PoolSet | None = None,
@@ -163,23 +178,30 @@ def plan_fix_offline(cluster: ClusterModel, pools: PoolSet | None = None,
 
 def plan_replace_broker(cluster: ClusterModel, old: int, new: int, pools: PoolSet | None = None,
                         options: PlannerOptions = DEFAULT_OPTIONS) -> PlanResult:
-    """Every replica of ``old`` moves to ``new``, keeping its place in the replica list."""
+    """Every replica of ``old`` moves to ``new``, keeping its place in the replica list.
+
+    Only those partitions change. One that also has a replica on another dead broker moves it
+    too, wherever the hard goals allow (``new`` already holds one of its replicas): Kafka
+    completes a reassignment only once every target replica is in sync. Other dead brokers'
+    partitions are fix-offline's, and offline partitions (no live replica to copy from) stay.
+    """
     _brokers(cluster, [old, new], "replace-broker")
     if old == new:
         raise ValidationError("replace-broker: the old and new broker are the same")
     st = WorkingState(cluster, pools, excluded=[old])
     src, dst = st.index[old], st.index[new]
+    offline = set(st.offline)
 
     def replace(run: Run) -> None:
         for p in range(st.np):
-            if src in st.replicas[p] and not run.try_move(p, src, dst):
+            if src in st.replicas[p] and p not in offline and not run.try_move(p, src, dst):
                 raise ValidationError(
                     f"replace-broker: the replica of {st.tps[p]} cannot move from broker {old} "
-                    f"to {new}{why_no_broker(run, p, src)}"
+                    f"to {new}{why_no_broker(run, p, src, only=dst)}"
                 )
 
-    return optimize(st, options, "replace-broker", destinations=[dst], prepare=replace, soft=False,
-                    fix=_DRAIN)
+    return optimize(st, options, "replace-broker", movable=lambda p: src in st.replicas[p],
+                    prepare=replace, soft=False, fix=_DRAIN)
 
 
 def plan_migrate_pool(cluster: ClusterModel, pools: PoolSet, topics: Sequence[str] | None = None,
@@ -296,7 +318,13 @@ def _place(run: Run, p: int, target: list[int]) -> bool:
 def plan_set_replication_factor(cluster: ClusterModel, topics: Sequence[str], replication_factor: int,
                                 pools: PoolSet | None = None,
                                 options: PlannerOptions = DEFAULT_OPTIONS) -> PlanResult:
-    """Change the topics' replication factor; new replicas go inside the topic's pool."""
+    """Change the topics' replication factor; new replicas go inside the topic's pool.
+
+    The topics' replicas on dead brokers are replaced on live ones too, so every partition of
+    the topics ends with ``replication_factor`` replicas that can be in sync. An offline
+    partition (no live replica to copy from) refuses the plan if its factor would change;
+    at the factor already, it stays as it is, with a warning.
+    """
     if not topics:
         raise ValidationError("set-rf: name at least one topic")
     if replication_factor < 1:
@@ -313,9 +341,16 @@ def plan_set_replication_factor(cluster: ClusterModel, topics: Sequence[str], re
             )
 
     _refuse_in_flight(st, "set-rf", movable, "belong to the topics")
+    offline = [st.tps[p] for p in st.offline if movable(p) and len(st.replicas[p]) != replication_factor]
+    if offline:
+        names = ", ".join(str(tp) for tp in offline[:5])
+        more = f" and {len(offline) - 5} more" if len(offline) > 5 else ""
+        raise ValidationError(f"set-rf: {len(offline)} partition(s) of the topics are offline (no replica on "
+                              f"a live broker), so no new replica could copy their data: {names}{more}; "
+                              f"start one of their brokers first")
 
     def change(run: Run) -> None:
-        change_replication_factor(run, [p for p in range(st.np) if movable(p)], replication_factor)
+        change_replication_factor(run, [p for p in range(st.np) if run.partition_movable[p]], replication_factor)
 
     return optimize(st, options, "set-rf", movable=movable, prepare=change, soft=False,
                     fix=("rack_awareness",))

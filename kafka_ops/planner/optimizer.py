@@ -230,12 +230,35 @@ def _check_dead_left(run: Run, leave: Callable[[int, int], bool]) -> None:
         return
     for p, reps in enumerate(st.replicas):
         if run.partition_movable[p] and not down.isdisjoint(reps):
-            changed = set(reps) != set(st.original[p])
+            changed = tuple(reps) != st.original[p]  # a new order is a reassignment too
             for b in reps:
                 if b in down and (changed or leave(p, b)):
                     raise ValidationError(
                         f"broker_exclusions: no broker can take the replica of {st.tps[p]} on broker "
                         f"{st.broker_ids[b]}, which must leave it{why_no_broker(run, p, b, retarget=True)}")
+
+
+def _named(st: WorkingState, parts: list[int]) -> str:
+    """"N partition(s)" with the first five named, for a warning."""
+    names = ", ".join(str(st.tps[p]) for p in parts[:5])
+    more = f" and {len(parts) - 5} more" if len(parts) > 5 else ""
+    return f"{len(parts)} partition(s) ({names}{more})"
+
+
+def _check_offline_targets(st: WorkingState, mode: str) -> None:
+    """Raise for a partition the plan changes (a new order included) that keeps a replica on a
+    dead or excluded broker: Kafka completes a reassignment only once every target replica is
+    in sync, and the executor refuses such a plan whole. Every mode leaves those partitions
+    alone or moves the replica too; this is the plan's last line, named for what it protects."""
+    down = {b for b in range(st.nb) if not st.eligible[b]}
+    for p, reps in enumerate(st.replicas):
+        if not down.isdisjoint(reps) and tuple(reps) != st.original[p]:
+            for b in reps:
+                if b in down:
+                    raise ValidationError(
+                        f"{mode}: the plan would change {st.tps[p]} and keep its replica on broker "
+                        f"{st.broker_ids[b]}, which is {'excluded' if st.excluded[b] else 'dead'}: "
+                        f"its reassignment could never complete (no plan was made)")
 
 
 @contextmanager
@@ -382,11 +405,14 @@ def _optimize(state: WorkingState, options: PlannerOptions, mode: str,
         GoalResult(g.name, g.hard, before[g.name], g.measure(run), g.name in worse)
         for g in (*HARD_GOALS, *goals)
     ]
+    if state.offline:
+        run.warnings.insert(0, f"{_named(state, state.offline)} offline (no replica on a live broker) "
+                               f"left as they are: no reassignment can copy their data; start one of "
+                               f"their brokers, or elect an unclean leader, then plan again")
     if state.in_flight:
-        names = ", ".join(str(state.tps[p]) for p in state.in_flight[:5])
-        more = f" and {len(state.in_flight) - 5} more" if len(state.in_flight) > 5 else ""
-        run.warnings.insert(0, f"{len(state.in_flight)} partition(s) with a reassignment in flight "
-                               f"left as they are (planned from their target replicas): {names}{more}")
+        run.warnings.insert(0, f"{_named(state, state.in_flight)} with a reassignment in flight "
+                               f"left as they are (planned from their target replicas)")
+    _check_offline_targets(state, mode)
     plan = ReassignmentPlan.from_assignment(state.changed())
     summary = summarize(mode, state, plan, results, run.capped, run.warnings)
     summary.goal_seconds.update({k: round(v, 3) for k, v in seconds.items()})

@@ -21,6 +21,7 @@ from kafka_ops.errors import ValidationError
 from kafka_ops.planner.backtrack import Exhausted, OutOfBudget, first_fit
 from kafka_ops.planner.context import Run
 from kafka_ops.planner.hard import CapacityGoal, rack_limit
+from kafka_ops.planner.state import WorkingState
 
 _BUDGET = 200_000  # options tried before the search gives up
 Option = tuple[int, int]  # the new replica's broker, the leader after it is added
@@ -28,10 +29,14 @@ Option = tuple[int, int]  # the new replica's broker, the leader after it is add
 
 def change_replication_factor(run: Run, parts: list[int], rf: int) -> None:
     """Give every listed partition ``rf`` replicas: drop followers first (which frees room),
-    then add the new ones where every limit holds. Raises ValidationError, changing nothing
-    that matters (the run is abandoned), when no placement is found."""
+    then add the new ones where every limit holds. Replicas on dead brokers go first, the
+    leader's included, and the partition grows back to ``rf`` on live ones: a reassignment
+    completes only once every target replica is in sync, and the mode's rack repair may change
+    any listed partition. Raises ValidationError, changing nothing that matters (the run is
+    abandoned), when no placement is found."""
     st = run.state
     for p in parts:
+        _drop_dead(st, p)
         while len(st.replicas[p]) > rf:
             _drop_replica(run, p)
     # One step per new replica, a partition's steps in a row: as the greedy added them.
@@ -62,6 +67,18 @@ def change_replication_factor(run: Run, parts: list[int], rf: int) -> None:
     for p, lead in leader.items():
         if lead != st.replicas[p][0]:
             st.make_leader(p, lead)
+
+
+def _drop_dead(st: WorkingState, p: int) -> None:
+    """Drop p's replicas on dead brokers, leadership first passing to its first live replica
+    (p has one: offline partitions are never listed)."""
+    reps = st.replicas[p]
+    if all(st.eligible[b] for b in reps):
+        return
+    if not st.eligible[reps[0]]:
+        st.make_leader(p, next(b for b in reps if st.eligible[b]))
+    for b in [b for b in reps if not st.eligible[b]]:
+        st.drop_replica(p, b)
 
 
 def _drop_replica(run: Run, p: int) -> None:

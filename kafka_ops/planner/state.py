@@ -107,6 +107,13 @@ class WorkingState:
                                      if p.adding_replicas or p.removing_replicas]
         for i in self.in_flight:
             self.replicas[i] = [index[b] for b in parts[i].target_replicas or parts[i].replicas]
+        # Offline partitions (no replica on a live broker) are never moved either: a new
+        # replica copies from the leader, and they have none, so their reassignment could
+        # never complete; only a broker back (or an unclean election) brings them back.
+        dead = {b for b in range(nb) if not self.alive[b]}
+        flying = set(self.in_flight)
+        self.offline: list[int] = [] if not dead else [
+            p for p, reps in enumerate(self.replicas) if dead.issuperset(reps) and p not in flying]
         self.original: list[tuple[int, ...]] = [tuple(r) for r in self.replicas]
         self._original_matrix: np.ndarray | None = None
         self.np = len(self.replicas)

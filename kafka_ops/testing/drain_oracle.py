@@ -20,7 +20,7 @@ from ortools.sat.python import cp_model
 
 from kafka_ops.model import ClusterModel, TopicPartition
 from kafka_ops.pools import PoolSet
-from kafka_ops.testing.feasibility import allowed_brokers, rack_key, rack_limit, replicas_of
+from kafka_ops.testing.feasibility import allowed_brokers, rack_key, rack_limit, replicas_of, stays
 
 _MiB = 2**20
 
@@ -28,7 +28,8 @@ _MiB = 2**20
 def drain_fits(cluster: ClusterModel, gone: set[int], others_move: bool, limit: float = 0.8,
                seconds: float = 60.0) -> bool | None:
     """Whether the replicas on ``gone`` and dead brokers fit on the live ones: only they
-    moving, or (``others_move``) any replica moving to make room. None when undecided."""
+    moving, or (``others_move``) any replica moving to make room. None when undecided.
+    Offline partitions stay, as partitions in flight do: no drain can copy them."""
     live = sorted(b for b, broker in cluster.brokers.items() if broker.alive and b not in gone)
     m = cp_model.CpModel()
     start: Counter[tuple[int, int]] = Counter()  # (broker, 0 disk in MiB | 1 bytes in/s)
@@ -41,7 +42,7 @@ def drain_fits(cluster: ClusterModel, gone: set[int], others_move: bool, limit: 
         for b in reps:
             for k in (0, 1):
                 start[b, k] += needs[k]
-        flexible = not p.reassignment_in_progress and (others_move or any(b not in live for b in reps))
+        flexible = not stays(cluster, p) and (others_move or any(b not in live for b in reps))
         stay = [b for b in reps if b in live and not (flexible and others_move)]
         if not flexible:
             stay = list(reps)
@@ -102,6 +103,8 @@ def drain_breaks(before: ClusterModel, gone: set[int], replicas: Mapping[TopicPa
             out.append(f"{tp}: {old} -> {new}")
         if any(not drained.brokers[b].alive for b in new):
             out.append(f"{tp}: a replica on a dead or removed broker")
+        if stays(before, before.partitions[tp]):
+            out.append(f"{tp}: changed while in flight or offline")
         if not {b for b in new if b not in members} <= {b for b in old if b not in members}:
             out.append(f"{tp}: more replicas outside its pool")
         if crowding[1] > max(rack_limit(drained, allowed, len(old)), crowding[0]):

@@ -19,6 +19,9 @@ budget of broker sets, the verdict is "unknown"). The disk limit is capacity x
 ``disk_threshold`` (the planner's default capacity threshold, 0.8). ``disk_splits_fit`` is a
 fourth, for capacity proofs: a linear program in which replicas may split over brokers.
 
+Partitions with a reassignment in flight, or offline (no replica on a live broker, so no
+leader a new replica could copy from), stay where they are: they only take room.
+
 The rack rule, restated independently: a partition with RF replicas in a pool whose live
 brokers form racks of sizes n_r may hold at most L replicas per rack, L the smallest number
 with sum_r min(L, n_r) >= RF (ceil(RF / racks) when the racks are big enough). A broker
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -79,21 +83,36 @@ def replicas_of(p: Partition) -> tuple[int, ...]:
     return p.target_replicas if p.reassignment_in_progress else p.replicas
 
 
+def offline(cluster: ClusterModel, p: Partition, removed: AbstractSet[int] = frozenset()) -> bool:
+    """No replica on a live broker: no leader a new replica could copy from. ``removed``:
+    brokers the plan drains, marked dead in ``cluster``, which still serve their replicas."""
+    return not any(b in removed or (b in cluster.brokers and cluster.brokers[b].alive) for b in p.replicas)
+
+
+def stays(cluster: ClusterModel, p: Partition, removed: AbstractSet[int] = frozenset()) -> bool:
+    """Whether no plan may change p: a reassignment in flight (a second one would cancel it),
+    or offline."""
+    return p.reassignment_in_progress or offline(cluster, p, removed)
+
+
 def check_hard_goals(before: ClusterModel, after: ClusterModel, pools: PoolSet | None = None,
-                     max_replicas_per_broker: int | None = None) -> list[str]:
+                     max_replicas_per_broker: int | None = None,
+                     removed: AbstractSet[int] = frozenset()) -> list[str]:
     """Every hard-goal violation of ``after`` (a planned cluster), recomputed from scratch.
 
-    Partitions with a reassignment in flight in ``before`` must be untouched; every other
-    partition must keep its replication factor and satisfy every rule.
+    Partitions in flight or offline in ``before`` must be untouched; every other partition
+    must keep its replication factor and satisfy every rule. ``removed``: brokers a drain
+    empties, marked dead in ``before`` (so that rack limits count them out).
     """
     problems = []
     counts: Counter[int] = Counter()
     for tp, p in after.partitions.items():
         old = before.partitions[tp]
-        counts.update(replicas_of(old) if old.reassignment_in_progress else p.replicas)
-        if old.reassignment_in_progress:
+        kept = stays(before, old, removed)
+        counts.update(replicas_of(old) if kept else p.replicas)
+        if kept:
             if p.replicas != old.replicas:
-                problems.append(f"{tp}: changed while its reassignment is in flight")
+                problems.append(f"{tp}: changed while in flight or offline")
             continue
         if len(p.replicas) != len(replicas_of(old)):
             problems.append(f"{tp}: replication factor {len(replicas_of(old))} -> {len(p.replicas)}")
@@ -108,8 +127,8 @@ def check_hard_goals(before: ClusterModel, after: ClusterModel, pools: PoolSet |
         if max(per_rack.values()) > limit:
             problems.append(f"{tp}: {max(per_rack.values())} replicas in one rack, limit {limit}")
     if max_replicas_per_broker is not None:
-        # Replicas of in-flight partitions stay where they are, even above the limit.
-        fixed = Counter(b for p in before if p.reassignment_in_progress for b in replicas_of(p))
+        # Replicas of in-flight and offline partitions stay where they are, even above the limit.
+        fixed = Counter(b for p in before if stays(before, p, removed) for b in replicas_of(p))
         problems.extend(f"broker {b}: {c} replicas, limit {max_replicas_per_broker}"
                         for b, c in counts.items() if c > max(max_replicas_per_broker, fixed[b]))
     return problems
@@ -121,7 +140,7 @@ def feasibility(cluster: ClusterModel, pools: PoolSet | None = None,
     fixed: Counter[int] = Counter()
     movable: list[Partition] = []
     for p in cluster:
-        if p.reassignment_in_progress:
+        if stays(cluster, p):
             fixed.update(replicas_of(p))
         else:
             movable.append(p)
@@ -140,9 +159,9 @@ def feasibility(cluster: ClusterModel, pools: PoolSet | None = None,
     if not limited:
         return Verdict(True)
 
-    held = Counter[int]()  # disk the replicas of partitions in flight take on their targets
+    held = Counter[int]()  # disk the replicas of partitions that stay take on their targets
     for p in cluster:
-        if p.reassignment_in_progress:
+        if stays(cluster, p):
             for b in replicas_of(p):
                 held[b] += p.size_bytes
 
@@ -219,9 +238,9 @@ def count_spread_floor(cluster: ClusterModel) -> int:
     rule reaches (no pools, no limits): the smallest d for which some lo..lo + d around the
     mean fits (counts_fit). Exact, where a bound by rack totals (a rack must hold at least
     what the others may not, may hold at most one replica per rack_limit of each partition)
-    may miss how those interact."""
+    may miss how those interact. Offline partitions stay on their dead brokers."""
     live = [b for b, broker in cluster.brokers.items() if broker.alive]
-    total = sum(len(p.replicas) for p in cluster)
+    total = sum(len(p.replicas) for p in cluster if not offline(cluster, p))
     low, high = total // len(live), -(-total // len(live))
     for d in range(high - low, total + 1):
         if any(counts_fit(cluster, lo, lo + d) for lo in range(max(0, high - d), low + 1)):
@@ -239,7 +258,7 @@ def counts_fit(cluster: ClusterModel, lo: int, hi: int) -> bool:
     flow meets every demand.
     """
     live = [b for b, broker in cluster.brokers.items() if broker.alive]
-    parts = list(cluster)
+    parts = [p for p in cluster if not offline(cluster, p)]
     total = sum(len(p.replicas) for p in parts)
     graph = _Flow()
     graph.add("t", "s", total)
@@ -330,7 +349,7 @@ def fits_every_limit(cluster: ClusterModel, pools: PoolSet | None, max_replicas:
     partition's broker set checked by the same rules as the plan. A leader sends its bytes
     out and a copy of its bytes in to each follower. Exact where the max-flow oracle says
     "bin packing decides". ``allowed(partition, brokers, leader)``: what a mode lets an
-    assignment be (add-brokers: only the new brokers receive)."""
+    assignment be (add-brokers: only the new brokers receive). Offline partitions stay."""
     inf = float("inf")
     live = sorted(b for b, broker in cluster.brokers.items() if broker.alive)
     room = {}
@@ -339,7 +358,8 @@ def fits_every_limit(cluster: ClusterModel, pools: PoolSet | None, max_replicas:
         room[b] = [cap.disk_bytes * limit or inf, cap.network_in_bytes_per_sec * limit or inf,
                    cap.network_out_bytes_per_sec * limit or inf,
                    max_replicas if max_replicas is not None else inf]
-    parts = sorted(cluster, key=lambda p: (-p.size_bytes, -p.bytes_in_per_sec))
+    # Offline partitions stay on their dead brokers: they take no room on live ones.
+    parts = sorted((p for p in cluster if not offline(cluster, p)), key=lambda p: (-p.size_bytes, -p.bytes_in_per_sec))
 
     def place(i: int) -> bool:
         if i == len(parts):
