@@ -110,6 +110,44 @@ def _why(run: Run, need: int, room: list[int]) -> str:
     if limit is not None and live < need:
         return (f"capacity: max_replicas_per_broker={limit} leaves room for {live} replicas on "
                 f"the live brokers, {need} must be placed")
+    alone = _alone(run, room)
+    if alone:
+        return alone
     return ("capacity and rack_awareness together leave no placement: the brokers of the racks "
             f"with room have too little room under max_replicas_per_broker={limit} for the "
             "replicas that must go there")
+
+
+def _alone(run: Run, room: list[int]) -> str:
+    """Why the first movable partition that has no placement even alone has none, or "".
+
+    With a mode's destinations (add-brokers: the new brokers), a partition whose replica must
+    leave a dead broker may find every destination in a rack it already fills: the flow then
+    fails for it alone, whatever the replica limit.
+    """
+    st, ids = run.state, run.state.broker_ids
+    scoped = not all(run.dst_ok)
+    for p in range(st.np):
+        if not run.partition_movable[p]:
+            continue
+        reps, lim = st.replicas[p], rack_limit(run, p)
+        group = st.groups[st.group_of(p)]
+        per_rack: dict[int, int] = {}
+        for b in group.brokers:
+            if st.eligible[b] and room[b] > 0 and (b in reps or run.dst_ok[b]):
+                per_rack[st.rack[b]] = per_rack.get(st.rack[b], 0) + 1
+        fit = sum(min(lim, n) for n in per_rack.values())
+        if fit >= len(reps):
+            continue
+        must = [b for b in reps if not st.eligible[b]]
+        goal = "broker_exclusions" if must else "rack_awareness"
+        where = (f" of those it holds or this plan may add replicas to "
+                 f"({', '.join(str(ids[b]) for b in range(st.nb) if run.dst_ok[b])})" if scoped else "")
+        leave = "".join(f"; its replica on broker {ids[b]}, which is "
+                        f"{'excluded' if st.excluded[b] else 'dead'}, must leave" for b in must)
+        hint = ("" if not scoped else "; fix-offline places it on any live broker" if must
+                else "; a rebalance may use every broker")
+        return (f"{goal}: {st.tps[p]} has no placement: it has {len(reps)} replicas, and only {fit} "
+                f"fit on distinct live brokers{where} in {group.name!r} within the rack limit of "
+                f"{lim} a rack{leave}{hint}")
+    return ""

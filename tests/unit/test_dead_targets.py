@@ -158,3 +158,18 @@ def test_a_mode_that_would_reorder_a_partition_with_a_dead_replica_gets_an_error
     with pytest.raises(ValidationError, match=r"^test: the plan would change t-0 and keep its replica on "
                                               r"broker 2, which is dead: its reassignment could never complete"):
         optimize(st, PlannerOptions(), "test", prepare=reorder, soft=False, fix=())
+
+
+def test_add_brokers_names_the_dead_replica_no_new_broker_may_take() -> None:
+    """t-0's replica on dead broker 2 must leave, and the only new broker (4) is in the rack of
+    its other replica (r1). The refusal said "capacity and rack_awareness together leave no
+    placement ... under max_replicas_per_broker=None", naming neither."""
+    c = _cluster((2,), [("t", 0, (2, 1)), ("t", 1, (0, 1)), ("t", 2, (1, 3))])
+    c = ClusterModel([b for b in c.brokers.values() if b.id != 5], list(c))
+    with pytest.raises(ValidationError, match=r"^broker_exclusions: t-0 has no placement: it has 2 replicas, and "
+                                              r"only 1 fit on distinct live brokers of those it holds or this "
+                                              r"plan may add replicas to \(4\) in 'cluster' within the rack limit "
+                                              r"of 1 a rack; its replica on broker 2, which is dead, must leave; "
+                                              r"fix-offline places it on any live broker$"):
+        plan_add_brokers(c, [4])
+    assert _offline_targets(c, plan_fix_offline(c)) == []
