@@ -8,7 +8,7 @@ own optimisation, planning stops with a ValidationError naming the goal and the 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -680,8 +680,30 @@ class CapacityGoal(HardGoal):
             )
         return None
 
+    def drain_short(self, run: Run, leave: Callable[[int, int], bool], into_pool: bool) -> str | None:
+        """_over_pool for the repair modes, where capacity only vetoes: a broker above a limit
+        at the start may stay there, and a partition keeps a replica the mode need not move
+        (outside its pool in a drain, or on a dead broker in a migration's untouched partition).
+
+        A relaxation, so its "no" is a proof: every broker ends within the larger of its limit
+        and its load at the start; a partition whose every replica is in its pool on a live
+        broker or must leave (``leave``) puts all its replicas in its pool, any other counts
+        nothing; at most the rack limit of a partition in a rack, or its most crowded rack's
+        count at the start, where more (the rack veto lets a drain keep what it found). A replica
+        leaving a broker outside its pool goes into the pool only with ``into_pool`` (the mode
+        repairs pool membership; a drain may move it to another broker outside). Run on the
+        start, before the mode's own placement. Migrate-pool fuzz seeds 0-199 were refused
+        only after CP-SAT, for up to 35 s: a pool too small for its topics."""
+        st = run.state
+        limits = [self.limits(run, b) for b in range(st.nb)]
+
+        def into(p: int, b: int) -> bool:
+            return leave(p, b) and (into_pool or b in st.in_group[st.group_of(p)])
+
+        return self._over_pool(run, limits, rack_rule=True, leave=into)
+
     def _over_pool(self, run: Run, limits: Sequence[tuple[float, float, float, float]],
-                   rack_rule: bool) -> str | None:
+                   rack_rule: bool, leave: Callable[[int, int], bool] | None = None) -> str | None:
         """A pool whose replicas weigh more than its live brokers' disk (or network-in) limits
         add up to, as an error message. Each broker ends below its limit if it holds a replica
         the plan may move, else with the replicas left in place: no plan fits more than the
@@ -695,7 +717,8 @@ class CapacityGoal(HardGoal):
         and at 70% disk that was 1.07 x its limits. The greedy goals then failed with "broker 3
         is above its disk limit", which says neither that no plan exists nor why. Last, a set
         of brokers neither the pool nor one rack (room_cut.py: two racks of one broker each)."""
-        for fill in self._fills(run, limits, rack_rule):
+        above = ", or a broker's load at the start where above" if leave is not None else ""
+        for fill in self._fills(run, limits, rack_rule, leave):
             if fill.must > fill.room:
                 where = (f"the replicas of {fill.pool!r} take" if fill.rack is None and not fill.members
                          else f"{fill.where} must hold")
@@ -703,8 +726,8 @@ class CapacityGoal(HardGoal):
                        " (rack_awareness: its share of every partition the other racks may not hold more of)")
                 return (f"capacity: {where} {fill.amount(fill.must)} of {fill.resource}{why}, more than "
                         f"{'their' if fill.members else 'its'} {fill.brokers} live brokers' limits add up to "
-                        f"({fill.amount(fill.room)}; limits are capacity x capacity_threshold): no plan fits "
-                        f"them; add brokers{'' if fill.rack is None else ' to the rack'} or raise the limits")
+                        f"({fill.amount(fill.room)}; limits are capacity x capacity_threshold{above}): no plan "
+                        f"fits them; add brokers{'' if fill.rack is None else ' to the rack'} or raise the limits")
         return None
 
     def tightest_fill(self, run: Run) -> str | None:
@@ -720,9 +743,10 @@ class CapacityGoal(HardGoal):
                 f"live brokers' limits of {fill.amount(fill.room)} ({fill.must / fill.room:.2%} full)")
 
     def _fills(self, run: Run, limits: Sequence[tuple[float, float, float, float]],
-               rack_rule: bool) -> Iterator[_Fill]:
+               rack_rule: bool, leave: Callable[[int, int], bool] | None = None) -> Iterator[_Fill]:
         """Per pool, and with ``rack_rule`` per rack of it, the disk and network in its live
-        brokers must hold at least, against their limits (see _over_pool)."""
+        brokers must hold at least, against their limits (see _over_pool; with ``leave``,
+        drain_short's relaxation)."""
         st = run.state
         inf = float("inf")
         for g, group in enumerate(st.groups):
@@ -732,17 +756,26 @@ class CapacityGoal(HardGoal):
                 continue
             total = [0.0, 0.0]
             held = {b: [0.0, 0.0] for b in live}  # what the plan leaves in place, per broker
+            # A broker may end above its limit with what stays on it; in a drain, with its start.
+            ceiling = {b: (st.disk[b], st.net_in[b]) if leave is not None else held[b] for b in live}
             classes: list[dict[tuple[int, int], float]] = [{}, {}]  # room_cut's, per resource
             kinds: dict[int, tuple[int, int]] = {}  # (RF, its rack limit), per RF
+            members = st.in_group[g]
             for p in range(st.np):
                 if st.group_of(p) != g:
                     continue
                 load = (st.size[p], st.bytes_in[p])
+                if leave is not None and run.partition_movable[p] and not all(
+                        (st.eligible[b] and b in members) or leave(p, b) for b in st.replicas[p]):
+                    continue  # it may keep a replica where it is: counted nowhere (a relaxation)
                 if run.partition_movable[p]:
                     rf = len(st.replicas[p])
                     if rf not in kinds:
                         kinds[rf] = (rf, rack_limit(run, p) if rack_rule else rf)
                     kind = kinds[rf]
+                    if leave is not None and rack_rule and not _distinct_racks(st.rack, st.replicas[p]):
+                        # The rack veto lets a drain keep a rack as crowded as at the start.
+                        kind = (rf, max(kind[1], max(Counter(st.rack[b] for b in st.replicas[p]).values())))
                     for i in checked:
                         total[i] += load[i] * rf
                         classes[i][kind] = classes[i].get(kind, 0.0) + load[i]
@@ -753,40 +786,43 @@ class CapacityGoal(HardGoal):
                             held[b][i] += load[i]
                             total[i] += load[i]
             for i in checked:
-                room = sum(max(limits[b][i], held[b][i]) for b in live)
+                room = sum(max(limits[b][i], ceiling[b][i]) for b in live)
                 yield _Fill(i, group.name, None, len(live), total[i], room)
-                if not rack_rule:
+                if not rack_rule or leave is not None:
                     continue
                 forced = rack_forced(run, g, _movable_weight(run, st.size if i == 0 else st.bytes_in))
                 for r, must in forced.items():
-                    members = [b for b in live if st.rack[b] == r]
-                    must += sum(held[b][i] for b in members)
-                    room = sum(max(limits[b][i], held[b][i]) for b in members)
-                    yield _Fill(i, group.name, st.cluster.rack_of(st.broker_ids[members[0]]),
-                                len(members), must, room)
+                    racked = [b for b in live if st.rack[b] == r]
+                    must += sum(held[b][i] for b in racked)
+                    room = sum(max(limits[b][i], held[b][i]) for b in racked)
+                    yield _Fill(i, group.name, st.cluster.rack_of(st.broker_ids[racked[0]]),
+                                len(racked), must, room)
             for i in checked:
-                yield from self._cut(run, group.name, live, held, classes[i], i, limits, rack_rule)
+                yield from self._cut(run, group.name, live, held, ceiling, classes[i], i, limits, rack_rule,
+                                     crowded=leave is not None)
 
     @staticmethod
     def _cut(run: Run, pool: str, live: Sequence[int], held: dict[int, list[float]],
-             classes: dict[tuple[int, int], float], i: int,
-             limits: Sequence[tuple[float, float, float, float]], rack_rule: bool) -> Iterator[_Fill]:
+             ceiling: Mapping[int, Sequence[float]], classes: dict[tuple[int, int], float], i: int,
+             limits: Sequence[tuple[float, float, float, float]], rack_rule: bool,
+             crowded: bool = False) -> Iterator[_Fill]:
         """The brokers of a pool that must hold more than their limits (room_cut.py), else more
         than _TIGHT_FILL of them, as a fill (after the pool's and the racks', which it may
         repeat)."""
         st = run.state
         rack = {b: st.rack[b] for b in live}
         for fill in (1.0, _TIGHT_FILL):
-            found = short_brokers(rack, {b: max(0.0, limits[b][i] - held[b][i]) for b in live},
+            found = short_brokers(rack, {b: max(0.0, max(limits[b][i], ceiling[b][i]) - held[b][i]) for b in live},
                                   classes, fill)
             if found is not None:
                 short, must = found
                 racks = sorted({str(st.cluster.rack_of(st.broker_ids[b])) for b in short})
                 why = (f"on racks {', '.join(repr(r) for r in racks)}: of every partition, the replicas "
                        "the pool's other brokers may not hold, one per broker"
-                       f"{' and at most the rack limit per rack' if rack_rule else ''}")
+                       f"{' and at most the rack limit per rack' if rack_rule else ''}"
+                       f"{' (or its crowding at the start)' if crowded else ''}")
                 yield _Fill(i, pool, None, len(short), must + sum(held[b][i] for b in short),
-                            sum(max(limits[b][i], held[b][i]) for b in short),
+                            sum(max(limits[b][i], ceiling[b][i]) for b in short),
                             tuple(st.broker_ids[b] for b in short), why)
                 return
 

@@ -30,6 +30,8 @@ from kafka_ops.planner.savings import save_bytes
 from kafka_ops.planner.state import WorkingState
 from kafka_ops.planner.summary import GoalResult, PlanSummary, summarize
 
+_CAPACITY = next(g for g in HARD_GOALS if isinstance(g, CapacityGoal))
+
 
 @dataclass(frozen=True)
 class PlanResult:
@@ -342,6 +344,10 @@ def _optimize(state: WorkingState, options: PlannerOptions, mode: str,
     run.bounds.clear()  # soft bounds settle after the hard goals drained what must go
     run.vetoes = list(HARD_GOALS)
     warned = len(run.warnings)
+    if leave is not None and not run.leadership_only:
+        names = {g.name for g in fixing}
+        if "capacity" not in names and (short := _CAPACITY.drain_short(run, leave, "pool_membership" in names)):
+            raise ValidationError(short)
     if prepare is not None:
         prepare(run)
     check_room(run, fixing)

@@ -20,16 +20,19 @@ from ortools.sat.python import cp_model
 
 from kafka_ops.model import ClusterModel, TopicPartition
 from kafka_ops.pools import PoolSet
-from kafka_ops.testing.feasibility import allowed_brokers, rack_key, rack_limit, replicas_of, stays
+from kafka_ops.testing.feasibility import allowed_brokers, pool_members, rack_key, rack_limit, replicas_of, stays
 
 _MiB = 2**20
 
 
 def drain_fits(cluster: ClusterModel, gone: set[int], others_move: bool, limit: float = 0.8,
-               seconds: float = 60.0) -> bool | None:
+               seconds: float = 60.0, pools: PoolSet | None = None) -> bool | None:
     """Whether the replicas on ``gone`` and dead brokers fit on the live ones: only they
     moving, or (``others_move``) any replica moving to make room. None when undecided.
-    Offline partitions stay, as partitions in flight do: no drain can copy them."""
+    Offline partitions stay, as partitions in flight do: no drain can copy them. With
+    ``pools``, a migration instead: a partition with a replica outside its pool moves every
+    such replica, and its dead ones, into the pool; the others keep their dead replicas
+    (fix-offline's), and every replica that moves stays in its pool."""
     live = sorted(b for b, broker in cluster.brokers.items() if broker.alive and b not in gone)
     m = cp_model.CpModel()
     start: Counter[tuple[int, int]] = Counter()  # (broker, 0 disk in MiB | 1 bytes in/s)
@@ -42,8 +45,13 @@ def drain_fits(cluster: ClusterModel, gone: set[int], others_move: bool, limit: 
         for b in reps:
             for k in (0, 1):
                 start[b, k] += needs[k]
-        flexible = not stays(cluster, p) and (others_move or any(b not in live for b in reps))
-        stay = [b for b in reps if b in live and not (flexible and others_move)]
+        home = live if pools is None else [b for b in live if b in pool_members(cluster, pools, p.topic)]
+        must = [b for b in reps if b not in home]
+        if pools is not None and all(b in pool_members(cluster, pools, p.topic) for b in reps):
+            must = []  # not migrating: its dead replicas are fix-offline's
+        flexible = not stays(cluster, p) and (others_move or bool(must))
+        # Moving others to make room: anything but a dead replica its partition may keep.
+        stay = [b for b in reps if b not in must and (b not in live or not (flexible and others_move))]
         if not flexible:
             stay = list(reps)
         for b in stay:
@@ -51,8 +59,8 @@ def drain_fits(cluster: ClusterModel, gone: set[int], others_move: bool, limit: 
                 kept[b, k] += needs[k]
         if len(stay) == len(reps):
             continue
-        cap = max(rack_limit(cluster, live, len(reps)), max(Counter(rack_key(cluster, b) for b in reps).values()))
-        x = {b: m.new_bool_var(f"{p.tp}@{b}") for b in live if b not in stay}
+        cap = max(rack_limit(cluster, home, len(reps)), max(Counter(rack_key(cluster, b) for b in reps).values()))
+        x = {b: m.new_bool_var(f"{p.tp}@{b}") for b in home if b not in stay}
         m.add(sum(x.values()) == len(reps) - len(stay))
         by_rack: dict[str, list[cp_model.IntVar]] = {}
         for b, v in x.items():

@@ -56,18 +56,20 @@ def rack_key(cluster: ClusterModel, b: int) -> str:
     return rack if rack is not None else f"\0broker-{b}"
 
 
+def pool_members(cluster: ClusterModel, pools: PoolSet | None, topic: str) -> set[int]:
+    """The brokers, dead or alive, of the topic's pool, or the unpooled ones."""
+    if pools is None:
+        return set(cluster.brokers)
+    pool = pools.pool_for_topic(topic)
+    if pool is not None:
+        return set(pool.brokers)
+    pooled = {b for p in pools.pools.values() for b in p.brokers}
+    return set(cluster.brokers) - pooled or set(cluster.brokers)
+
+
 def allowed_brokers(cluster: ClusterModel, pools: PoolSet | None, topic: str) -> list[int]:
     """Live brokers the topic's replicas may be on: its pool's, or the unpooled ones."""
-    if pools is None:
-        members = set(cluster.brokers)
-    else:
-        pool = pools.pool_for_topic(topic)
-        if pool is not None:
-            members = set(pool.brokers)
-        else:
-            pooled = {b for p in pools.pools.values() for b in p.brokers}
-            members = set(cluster.brokers) - pooled or set(cluster.brokers)
-    return sorted(b for b in members if cluster.brokers[b].alive)
+    return sorted(b for b in pool_members(cluster, pools, topic) if cluster.brokers[b].alive)
 
 
 def rack_limit(cluster: ClusterModel, brokers: list[int], rf: int) -> int:

@@ -663,18 +663,32 @@ def test_a_pool_migration_the_greedy_fills_wrongly_is_packed_largest_first(monke
     assert check_hard_goals(cluster, cluster.with_assignment(result.plan.replicas), pools) == []
 
 
-def test_a_drain_proved_impossible_says_so_after_the_greedy_error() -> None:
-    # Fuzz seed 163: removing 3 of 9 brokers in 3 racks; the replicas fill 87% of the
-    # remaining brokers' disk limits. The oracle says no drain exists even with room made;
-    # the error keeps the greedy's partition and adds CP-SAT's proof.
+def test_a_drain_whose_last_broker_of_a_rack_is_short_is_refused_at_once() -> None:
+    # Fuzz seed 163: removing 3 of 9 brokers in 3 racks leaves broker 8 alone in rack c, and
+    # it must hold a replica of every RF-3 partition. The oracle says no drain exists even with
+    # room made; CP-SAT used to prove it after the greedy drain was stuck.
     cluster, gone = _fuzz_drain(163, {3, 2, 5}, brokers=9, racks=3, partitions=1434,
                                 replication_factors=((1, 0.2), (3, 0.8)), new_brokers=1,
                                 hot_topic_share=0.02, zipf_exponent=1.4977261486496807,
                                 max_partitions_per_topic=32, disk_utilisation=0.45, hand_moved_share=0.0)
     assert drain_fits(cluster, gone, others_move=True) is False
-    with pytest.raises(ValidationError, match=r"^broker_exclusions: no broker can take the replica of .*; "
-                                              r"capacity: no assignment of the \d+ movable partitions fits .*"
-                                              r"proved by CP-SAT"):
+    with pytest.raises(ValidationError, match=r"^capacity: brokers 8 of 'cluster' must hold 5,243.1 GiB of disk "
+                                              r"\(on racks 'rack-c': .*\), more than their 1 live brokers' limits "
+                                              r"add up to \(3,276.8 GiB; .* or a broker's load at the start where "
+                                              r"above\): no plan fits them"):
+        plan_remove_brokers(cluster, sorted(gone))
+
+
+def test_a_drain_proved_impossible_says_so_after_the_greedy_error() -> None:
+    # Grown seed 187: removing brokers 12 and 16 of 27; topic-00228-0 has room nowhere, and
+    # no sum over the pool or its racks shows it. The oracle says no drain exists even with
+    # room made; the error keeps the greedy's partition and adds CP-SAT's proof.
+    cluster = generate_cluster("medium", seed=187, **grown_spec(187))
+    gone = grown_removal(cluster, 187)
+    assert gone == {12, 16} and drain_fits(cluster, gone, others_move=True) is False
+    with pytest.raises(ValidationError, match=r"^broker_exclusions: no broker can take the replica of "
+                                              r"topic-00228-0 .*; capacity: no assignment of the \d+ movable "
+                                              r"partitions fits .*proved by CP-SAT"):
         plan_remove_brokers(cluster, sorted(gone))
 
 
