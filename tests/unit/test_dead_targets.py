@@ -9,10 +9,13 @@ a dead broker it was not asked about. The checks read the plan and the cluster o
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable
 
 import pytest
+from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import strategies as st
 
 from kafka_ops.errors import ValidationError
 from kafka_ops.generator import generate_cluster
@@ -32,7 +35,9 @@ from kafka_ops.planner import (
 from kafka_ops.planner.context import Run
 from kafka_ops.planner.optimizer import optimize
 from kafka_ops.planner.state import WorkingState
+from kafka_ops.testing.feasibility import stays
 from kafka_ops.testing.grown import grown_pools, grown_removal, grown_spec
+from kafka_ops.testing.strategies import adversarial_clusters
 
 TP = TopicPartition
 
@@ -173,3 +178,59 @@ def test_add_brokers_names_the_dead_replica_no_new_broker_may_take() -> None:
                                               r"fix-offline places it on any live broker$"):
         plan_add_brokers(c, [4])
     assert _offline_targets(c, plan_fix_offline(c)) == []
+
+
+@settings(max_examples=300, deadline=None, derandomize=not os.environ.get("KAFKA_OPS_HYPOTHESIS_RANDOM"),
+          suppress_health_check=[HealthCheck.too_slow])
+@given(adversarial_clusters(), st.data())
+def test_no_mode_on_an_adversarial_start_changes_a_partition_it_cannot_complete(case, data) -> None:
+    """Every mode, with its arguments drawn, on starts with dead brokers, offline partitions,
+    partitions in flight, crowded racks and pools: a plan changes no offline or in-flight
+    partition and puts no changed partition on a dead or drained broker; a refusal is never
+    the last check's (that would be a mode planning such a partition)."""
+    cluster, pools, max_replicas = case
+    options = PlannerOptions(max_replicas_per_broker=max_replicas)
+    live = sorted(b for b, x in cluster.brokers.items() if x.alive)
+    assume(live)
+    dead = sorted(set(cluster.brokers) - set(live))
+    # Arguments where the rule bites: leaders and topics of partitions with a dead replica.
+    hurt = [p for p in cluster if set(p.replicas) & set(dead) and not stays(cluster, p)]
+    leaders = sorted({p.replicas[0] for p in hurt} & set(live)) or live
+    blocked = {p.topic for p in cluster if stays(cluster, p)}  # set-rf refuses these topics
+    topics = sorted({p.topic for p in hurt} - blocked) or sorted(cluster.topics)
+    gone: set[int] = set()
+    mode = data.draw(st.sampled_from(["rebalance", "add-brokers", "demote", "replace-broker", "set-rf",
+                                      "fix-offline", "remove-brokers", "migrate-pool"]))
+    event(mode)
+    try:
+        if mode == "rebalance":
+            result = plan_rebalance(cluster, pools, options)
+        elif mode == "add-brokers":
+            result = plan_add_brokers(cluster, data.draw(st.lists(st.sampled_from(live), min_size=1, unique=True)),
+                                      pools, options)
+        elif mode == "demote":
+            result = plan_demote(cluster, [data.draw(st.sampled_from(leaders))], pools, options)
+        elif mode == "replace-broker":
+            old = data.draw(st.sampled_from(dead or live))
+            gone = {old}
+            result = plan_replace_broker(cluster, old, data.draw(st.sampled_from(live)), pools, options)
+        elif mode == "set-rf":
+            topic = data.draw(st.sampled_from(topics))
+            result = plan_set_replication_factor(cluster, [topic], data.draw(st.integers(1, 3)), pools, options)
+        elif mode == "fix-offline":
+            result = plan_fix_offline(cluster, pools, options)
+        elif mode == "remove-brokers":
+            gone = {data.draw(st.sampled_from(live))}
+            result = plan_remove_brokers(cluster, sorted(gone), pools, options)
+        else:
+            assume(pools is not None)
+            assert pools is not None
+            result = plan_migrate_pool(cluster, pools, options=options)
+    except ValidationError as e:
+        event("refused")
+        assert "could never complete" not in str(e), (mode, str(e))
+        return
+    event("planned")
+    assert _offline_targets(cluster, result, gone) == [], mode
+    for tp in result.plan.replicas:
+        assert not stays(cluster, cluster.partitions[tp]), (mode, tp)
