@@ -36,6 +36,7 @@ tests built from grown.py. Measured at 88e58cc, then (after) with those (planner
     fix-offline      98 planned, 2 undecided                                     0.79 / 24.5 s
     migrate-pool, seeds 0-199, after: 135 planned, 1 + 51 proved, 13 undecided  2.31 / 35.0 s
       then, with drain_short:   137 planned, 50 + 4 proved, 9 undecided        1.22 / 51.2 s
+      and over-limit brokers:   140 planned, 50 + 4 proved, 6 undecided        0.88 / 29.0 s
 
 The rows without "after" came out the same after (unpooled rebalance, remove-brokers and
 fix-offline rerun; pooled remove-brokers rerun). No plan broke a rule, and no refusal was the
@@ -45,8 +46,10 @@ from), fix-offline seed 165 (558 of them) is undecided instead of proved by CP-S
 oracle finds no drain either way; remove-brokers 0-199 came out the same. Since repair modes
 prove up front what their pools or brokers cannot hold (CapacityGoal.drain_short), 50 of the
 migrations are refused in at most 0.04 s (46 took CP-SAT, up to 12 s; 3 were undecided); of
-the 9 still undecided, the oracle (now modelling migrations) finds no migration for 6 and one
-for 3 (8, 73, 182: worth a look). The last max ran beside a test run on the other core.
+the 9 then undecided, the oracle (now modelling migrations) found no migration for 6 and one
+for 3 (8, 73, 182), which CP-SAT's drain model refused to place on brokers over a limit at
+the start; with the capacity veto's own rule there (packing_cp.py), they are planned. Both
+maxes ran beside a test run on the other core.
 """
 
 from __future__ import annotations
