@@ -103,13 +103,48 @@ def plan_rebalance(cluster: ClusterModel, pools: PoolSet | None = None,
 
 def plan_add_brokers(cluster: ClusterModel, brokers: Sequence[int], pools: PoolSet | None = None,
                      options: PlannerOptions = DEFAULT_OPTIONS) -> PlanResult:
-    """Balance load onto the new brokers only: no replica or leader moves between old brokers."""
+    """Balance load onto the new brokers only: no replica or leader moves between old brokers.
+
+    The start's breaks of the hard goals (racks crowded by hand, brokers over a limit, dead
+    brokers' replicas, replicas outside their pool) are repaired onto the new brokers. Where
+    the new brokers alone cannot repair them, the plan still balances onto them, as the repair
+    modes do: it leaves those breaks no worse, and says so first among its warnings, with the
+    reason. It leaves as they are the partitions with a replica on a dead broker (fix-offline's:
+    a reassignment completes only once every replica is in sync) and those with one outside
+    their pool (migrate-pool's: the balance goals work pool by pool). An operator adds brokers
+    to use them; the refusal left 43 of 93 grown clusters with new brokers without a plan, and
+    the scheduled rebalance picks this mode whenever it sees an empty broker.
+    """
     new = _brokers(cluster, brokers, "add-brokers")
-    dead = [b for b in new if not cluster.brokers[b].alive]
-    if dead:
-        raise ValidationError(f"add-brokers: broker {dead[0]} is not alive")
+    down = [b for b in new if not cluster.brokers[b].alive]
+    if down:
+        raise ValidationError(f"add-brokers: broker {down[0]} is not alive")
     st = WorkingState(cluster, pools)
-    return optimize(st, options, "add-brokers", destinations=[st.index[b] for b in new])
+    broken = any(goal.violations(Run(st, options)) for goal in HARD_GOALS)
+    try:
+        return optimize(st, options, "add-brokers", destinations=[st.index[b] for b in new])
+    except ValidationError as e:
+        if not broken:
+            raise
+        why = str(e).removesuffix("; a rebalance may use every broker")
+    st = WorkingState(cluster, pools)
+
+    def dead(p: int) -> bool:
+        return not all(st.alive[b] for b in st.replicas[p])
+
+    def outside(p: int) -> bool:
+        return not all(b in st.in_group[st.group_of(p)] for b in st.replicas[p])
+
+    result = optimize(st, options, "add-brokers", movable=lambda p: not dead(p) and not outside(p),
+                      destinations=[st.index[b] for b in new], fix=())
+    kept = (sum(1 for p in range(st.np) if dead(p) and p not in st.offline),
+            sum(1 for p in range(st.np) if outside(p) and not dead(p)))
+    left = "".join(f"; {n} partition(s) with a replica {where} are left to {mode}" for n, where, mode in (
+        (kept[0], "on a dead broker", "fix-offline"), (kept[1], "outside its pool", "migrate-pool")) if n)
+    result.summary.warnings.insert(0, f"the new brokers alone cannot repair what the start breaks ({why}): "
+                                      f"this plan leaves it no worse and balances onto them{left}; a rebalance "
+                                      f"may use every broker")
+    return result
 
 
 def plan_remove_brokers(cluster: ClusterModel, brokers: Sequence[int], pools: PoolSet | None = None,

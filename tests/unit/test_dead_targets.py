@@ -165,18 +165,25 @@ def test_a_mode_that_would_reorder_a_partition_with_a_dead_replica_gets_an_error
         optimize(st, PlannerOptions(), "test", prepare=reorder, soft=False, fix=())
 
 
-def test_add_brokers_names_the_dead_replica_no_new_broker_may_take() -> None:
+def test_add_brokers_leaves_a_dead_replica_no_new_broker_may_take_to_fix_offline() -> None:
     """t-0's replica on dead broker 2 must leave, and the only new broker (4) is in the rack of
     its other replica (r1). The refusal said "capacity and rack_awareness together leave no
-    placement ... under max_replicas_per_broker=None", naming neither."""
+    placement ... under max_replicas_per_broker=None", naming neither; then it named them, and
+    refused the new broker. Now the plan balances onto broker 4, leaves t-0 to fix-offline, and
+    its first warning says why, naming the replica."""
     c = _cluster((2,), [("t", 0, (2, 1)), ("t", 1, (0, 1)), ("t", 2, (1, 3))])
     c = ClusterModel([b for b in c.brokers.values() if b.id != 5], list(c))
-    with pytest.raises(ValidationError, match=r"^broker_exclusions: t-0 has no placement: it has 2 replicas, and "
-                                              r"only 1 fit on distinct live brokers of those it holds or this "
-                                              r"plan may add replicas to \(4\) in 'cluster' within the rack limit "
-                                              r"of 1 a rack; its replica on broker 2, which is dead, must leave; "
-                                              r"fix-offline places it on any live broker$"):
-        plan_add_brokers(c, [4])
+    result = plan_add_brokers(c, [4])
+    assert result.summary.warnings[0] == (
+        "the new brokers alone cannot repair what the start breaks (broker_exclusions: t-0 has no placement: "
+        "it has 2 replicas, and only 1 fit on distinct live brokers of those it holds or this plan may add "
+        "replicas to (4) in 'cluster' within the rack limit of 1 a rack; its replica on broker 2, which is "
+        "dead, must leave; fix-offline places it on any live broker): this plan leaves it no worse and "
+        "balances onto them; 1 partition(s) with a replica on a dead broker are left to fix-offline; a "
+        "rebalance may use every broker")
+    assert TopicPartition("t", 0) not in result.plan.replicas
+    assert 4 in {b for reps in result.plan.replicas.values() for b in reps}
+    assert _offline_targets(c, result) == []
     assert _offline_targets(c, plan_fix_offline(c)) == []
 
 
