@@ -23,7 +23,7 @@ from kafka_ops.plan import ReassignmentPlan
 from kafka_ops.planner import PlannerOptions, plan_migrate_pool
 from kafka_ops.pools import Pool, PoolSet, load_pools, migrate_to_pool, pools_from_dict
 from kafka_ops.snapshot import load_snapshot
-from kafka_ops.testing.drain_oracle import drain_breaks
+from kafka_ops.testing.drain_oracle import drain_breaks, drain_fits
 from kafka_ops.testing.feasibility import broker_limits, broker_loads, check_hard_goals, fits_every_limit
 from kafka_ops.testing.grown import grown_pools, grown_spec
 from kafka_ops.testing.strategies import tight_mixed_clusters
@@ -307,3 +307,19 @@ def test_a_broker_over_its_limit_at_the_start_takes_replicas_once_it_ends_within
     for p in after:
         if any(cluster.brokers[b].alive for b in cluster.partitions[p.tp].replicas):
             assert set(p.replicas) <= pools.pool_for_topic(p.topic).brokers, p
+
+
+def test_a_migration_onto_brokers_over_their_limits_is_proved_impossible() -> None:
+    """Grown seed 179 with its pools: 439 partitions must move into pools whose brokers start
+    above their disk limits. CP-SAT ran its whole budget without deciding, so the refusal said
+    "one may still exist", though the drain oracle finds no migration in 0.4 s. The model now
+    states the bound its veto rule implies (such a broker ends within the larger of its limit
+    and its start), which its linear relaxation could not see, and proves it."""
+    cluster = generate_cluster("medium", seed=179, **grown_spec(179))
+    pools = grown_pools(cluster, 179)
+    assert drain_fits(cluster, set(), others_move=True, pools=pools) is False
+    with pytest.raises(ValidationError, match=r"^pool_membership: no broker can take the replica of .*; capacity: "
+                                              r"no assignment of the \d+ movable partitions fits .*proved by "
+                                              r"CP-SAT.*a broker above one at the start receives what needs it "
+                                              r"only if it then ends within it\)"):
+        plan_migrate_pool(cluster, pools)
