@@ -131,7 +131,12 @@ def _solve(run: Run, capacity: CapacityGoal, parts: list[int],
     leaders = any(lim[2] != math.inf for lim in limits)
     m = cp_model.CpModel()
     x = {p: {b: m.new_bool_var(f"x{p}_{b}") for b in ok} for p, ok in usable.items()}
-    y = {p: {b: m.new_bool_var(f"y{p}_{b}") for b in ok} for p, ok in usable.items()} if leaders else {}
+    # A leadership stays, or goes where the mode lets it (add-brokers: the new brokers only), as
+    # in packing.py: add-brokers fuzz seeds 125-151 reordered hundreds of partitions onto old
+    # brokers, e.g. (3, 7) -> (7, 3), where the greedy repair was stuck and CP-SAT placed.
+    y = {p: {b: m.new_bool_var(f"y{p}_{b}") for b in ok
+             if b == st.replicas[p][0] or (st.eligible[b] and not st.demoted[b] and run.dst_ok[b])}
+         for p, ok in usable.items()} if leaders else {}
     moves = []
     for p, on in x.items():
         old = st.replicas[p]

@@ -112,3 +112,18 @@ def test_new_brokers_that_cannot_repair_a_grown_start_still_take_its_load(seed: 
     assert all(after.partitions_on(b) for b in new)
     count = next(g for g in result.summary.goals if g.name == "replica_count")
     assert count.after["max_minus_min"] < count.before["max_minus_min"]
+
+
+@pytest.mark.slow
+def test_new_brokers_placed_by_cp_sat_take_leadership_only_themselves() -> None:
+    """Grown seed 125: four brokers join 16 whose disks the greedy repair cannot bring within
+    their limits, and CP-SAT places the partitions (packing_cp.py). Its leader choice allowed
+    any broker holding a replica, so 653 partitions came back reordered onto old brokers,
+    (3, 7) -> (7, 3): leadership moved between old brokers, which add-brokers never does."""
+    cluster = generate_cluster("medium", seed=125, **grown_spec(125))
+    new = {b for b, x in cluster.brokers.items() if x.alive and not cluster.partitions_on(b)}
+    result = plan_add_brokers(cluster, sorted(new))
+    assert check_hard_goals(cluster, cluster.with_assignment(result.plan.replicas)) == []
+    for tp, replicas in result.plan.replicas.items():
+        old = cluster.partitions[tp].replicas
+        assert set(replicas) - set(old) <= new and replicas[0] in {*new, old[0]}, (tp, old, replicas)
