@@ -26,13 +26,16 @@ _MiB = 2**20
 
 
 def drain_fits(cluster: ClusterModel, gone: set[int], others_move: bool, limit: float = 0.8,
-               seconds: float = 60.0, pools: PoolSet | None = None) -> bool | None:
+               seconds: float = 60.0, pools: PoolSet | None = None, migrate: bool = True) -> bool | None:
     """Whether the replicas on ``gone`` and dead brokers fit on the live ones: only they
     moving, or (``others_move``) any replica moving to make room. None when undecided.
     Offline partitions stay, as partitions in flight do: no drain can copy them. With
     ``pools``, a migration instead: a partition with a replica outside its pool moves every
     such replica, and its dead ones, into the pool; the others keep their dead replicas
-    (fix-offline's), and every replica that moves stays in its pool."""
+    (fix-offline's), and every replica that moves stays in its pool. With ``pools`` and not
+    ``migrate``, a drain within the pools: the replicas on ``gone`` and dead brokers move, into
+    their pool (a replica outside it may stay, none may be added), and any that moves to make
+    room stays in its pool too."""
     live = sorted(b for b, broker in cluster.brokers.items() if broker.alive and b not in gone)
     m = cp_model.CpModel()
     start: Counter[tuple[int, int]] = Counter()  # (broker, 0 disk in MiB | 1 bytes in/s)
@@ -46,8 +49,8 @@ def drain_fits(cluster: ClusterModel, gone: set[int], others_move: bool, limit: 
             for k in (0, 1):
                 start[b, k] += needs[k]
         home = live if pools is None else [b for b in live if b in pool_members(cluster, pools, p.topic)]
-        must = [b for b in reps if b not in home]
-        if pools is not None and all(b in pool_members(cluster, pools, p.topic) for b in reps):
+        must = [b for b in reps if b not in (home if migrate else live)]
+        if pools is not None and migrate and all(b in pool_members(cluster, pools, p.topic) for b in reps):
             must = []  # not migrating: its dead replicas are fix-offline's
         flexible = not stays(cluster, p) and (others_move or bool(must))
         # Moving others to make room: anything but a dead replica its partition may keep.
@@ -60,7 +63,9 @@ def drain_fits(cluster: ClusterModel, gone: set[int], others_move: bool, limit: 
         if len(stay) == len(reps):
             continue
         cap = max(rack_limit(cluster, home, len(reps)), max(Counter(rack_key(cluster, b) for b in reps).values()))
-        x = {b: m.new_bool_var(f"{p.tp}@{b}") for b in home if b not in stay}
+        # A drain within the pools may keep a live replica outside its pool where it is.
+        places = home if migrate else [*home, *(b for b in reps if b in live and b not in home)]
+        x = {b: m.new_bool_var(f"{p.tp}@{b}") for b in places if b not in stay}
         m.add(sum(x.values()) == len(reps) - len(stay))
         by_rack: dict[str, list[cp_model.IntVar]] = {}
         for b, v in x.items():

@@ -63,8 +63,8 @@ def test_a_fix_offline_refused_up_front_has_no_drain_in_the_oracle(case) -> None
     except ValidationError as e:
         event(f"proved up front: {PROOF in str(e)}")
         if PROOF in str(e):
-            # Without pools the oracle is looser still: moved replicas may go anywhere.
-            assert drain_fits(cluster, set(), others_move=True, seconds=10) is not True, str(e)
+            assert drain_fits(cluster, set(), others_move=True, seconds=10, pools=pools, migrate=False) \
+                is not True, str(e)
 
 
 @pytest.mark.parametrize(("seed", "claim"), [
