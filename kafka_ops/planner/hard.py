@@ -478,14 +478,26 @@ class RackAwarenessGoal(HardGoal):
         # The partitions with two replicas in a rack now: moves under this goal's veto never
         # take another partition past its rack limit.
         for p in _shared_racks(run):
-            reps = replicas[p]
-            if _distinct_racks(rk, reps):
-                continue  # one replica per rack never crowds one (every limit is at least 1)
-            limit = rack_limit(run, p)
-            per_rack = Counter(st.rack[b] for b in reps)
-            while max(per_rack.values()) > limit:
-                self._spread_one(run, p, per_rack, limit)
-                per_rack = Counter(st.rack[b] for b in reps)
+            if not _distinct_racks(rk, replicas[p]):  # one replica per rack crowds none
+                self._spread(run, p)
+
+    def spread_what_it_can(self, run: Run) -> None:
+        """The repair of optimize, partition by partition: one that no rack with room can take
+        a replica of stays as crowded as that leaves it (this goal's veto keeps it no worse).
+        For add-brokers, where only the new brokers receive."""
+        for p in _shared_racks(run):
+            try:
+                self._spread(run, p)
+            except ValidationError:
+                continue
+
+    def _spread(self, run: Run, p: int) -> None:
+        st = run.state
+        limit = rack_limit(run, p)
+        per_rack = Counter(st.rack[b] for b in st.replicas[p])
+        while max(per_rack.values()) > limit:
+            self._spread_one(run, p, per_rack, limit)
+            per_rack = Counter(st.rack[b] for b in st.replicas[p])
 
     @staticmethod
     def _by_rack(run: Run, g: int) -> list[tuple[int, list[int]]]:

@@ -25,7 +25,7 @@ from kafka_ops.model import ClusterModel, TopicPartition
 from kafka_ops.planner.context import PlannerOptions, Run
 from kafka_ops.planner.demotion import hand_off_leadership, may_lead
 from kafka_ops.planner.goals import HARD_GOALS
-from kafka_ops.planner.hard import relocate, why_no_broker
+from kafka_ops.planner.hard import CapacityGoal, RackAwarenessGoal, relocate, why_no_broker
 from kafka_ops.planner.optimizer import PlanResult, check_room, optimize
 from kafka_ops.planner.replication import change_replication_factor
 from kafka_ops.planner.state import WorkingState
@@ -33,6 +33,8 @@ from kafka_ops.pools import PoolSet, migrate_to_pool
 
 DEFAULT_OPTIONS = PlannerOptions()
 _DRAIN = ("broker_exclusions",)  # repair modes fix only this; other hard goals veto
+_RACKS = next(g for g in HARD_GOALS if isinstance(g, RackAwarenessGoal))
+_CAPACITY = next(g for g in HARD_GOALS if isinstance(g, CapacityGoal))
 
 
 def _check_room(st: WorkingState, what: str) -> None:
@@ -107,10 +109,11 @@ def plan_add_brokers(cluster: ClusterModel, brokers: Sequence[int], pools: PoolS
 
     The start's breaks of the hard goals (racks crowded by hand, brokers over a limit, dead
     brokers' replicas, replicas outside their pool) are repaired onto the new brokers. Where
-    the new brokers alone cannot repair them, the plan still balances onto them, as the repair
-    modes do: it leaves those breaks no worse, and says so first among its warnings, with the
-    reason. It leaves as they are the partitions with a replica on a dead broker (fix-offline's:
-    a reassignment completes only once every replica is in sync) and those with one outside
+    the new brokers alone cannot repair them all, the plan still balances onto them, as the
+    repair modes do: it repairs the crowded racks and over-limit brokers the new brokers can
+    relieve, leaves the rest no worse, and says so first among its warnings, with the reason.
+    It leaves as they are the partitions with a replica on a dead broker (fix-offline's: a
+    reassignment completes only once every replica is in sync) and those with one outside
     their pool (migrate-pool's: the balance goals work pool by pool). An operator adds brokers
     to use them; the refusal left 43 of 93 grown clusters with new brokers without a plan, and
     the scheduled rebalance picks this mode whenever it sees an empty broker.
@@ -135,14 +138,24 @@ def plan_add_brokers(cluster: ClusterModel, brokers: Sequence[int], pools: PoolS
     def outside(p: int) -> bool:
         return not all(b in st.in_group[st.group_of(p)] for b in st.replicas[p])
 
+    def repair(run: Run) -> None:
+        """What the new brokers can repair, as the hard goals would (their vetoes keep the rest
+        no worse): replicas out of crowded racks, then load off brokers over a limit."""
+        _RACKS.spread_what_it_can(run)
+        _CAPACITY.optimize(run)
+
     result = optimize(st, options, "add-brokers", movable=lambda p: not dead(p) and not outside(p),
-                      destinations=[st.index[b] for b in new], fix=())
+                      destinations=[st.index[b] for b in new], prepare=repair, fix=())
     kept = (sum(1 for p in range(st.np) if dead(p) and p not in st.offline),
             sum(1 for p in range(st.np) if outside(p) and not dead(p)))
     left = "".join(f"; {n} partition(s) with a replica {where} are left to {mode}" for n, where, mode in (
         (kept[0], "on a dead broker", "fix-offline"), (kept[1], "outside its pool", "migrate-pool")) if n)
+    fixed = ", ".join(f"{g.name} {g.before['violations']:g} -> {g.after['violations']:g}"
+                      for g in result.summary.goals if g.name in ("rack_awareness", "capacity")
+                      and g.after["violations"] < g.before["violations"])
     result.summary.warnings.insert(0, f"the new brokers alone cannot repair what the start breaks ({why}): "
-                                      f"this plan leaves it no worse and balances onto them{left}; a rebalance "
+                                      f"this plan repairs what they can{f' ({fixed} violations)' if fixed else ''}, "
+                                      f"leaves the rest no worse and balances onto them{left}; a rebalance "
                                       f"may use every broker")
     return result
 

@@ -178,9 +178,9 @@ def test_add_brokers_leaves_a_dead_replica_no_new_broker_may_take_to_fix_offline
         "the new brokers alone cannot repair what the start breaks (broker_exclusions: t-0 has no placement: "
         "it has 2 replicas, and only 1 fit on distinct live brokers of those it holds or this plan may add "
         "replicas to (4) in 'cluster' within the rack limit of 1 a rack; its replica on broker 2, which is "
-        "dead, must leave; fix-offline places it on any live broker): this plan leaves it no worse and "
-        "balances onto them; 1 partition(s) with a replica on a dead broker are left to fix-offline; a "
-        "rebalance may use every broker")
+        "dead, must leave; fix-offline places it on any live broker): this plan repairs what they can, "
+        "leaves the rest no worse and balances onto them; 1 partition(s) with a replica on a dead broker are "
+        "left to fix-offline; a rebalance may use every broker")
     assert TopicPartition("t", 0) not in result.plan.replicas
     assert 4 in {b for reps in result.plan.replicas.values() for b in reps}
     assert _offline_targets(c, result) == []

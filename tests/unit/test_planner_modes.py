@@ -178,13 +178,16 @@ def test_unknown_topic_and_pool_are_clear_errors() -> None:
 
 def test_add_brokers_that_cannot_restore_capacity_still_take_load_and_say_why() -> None:
     """Broker 1 of the small preset starts above its disk limit, and the one new broker (5)
-    cannot take enough of it: CP-SAT proves it. The mode refused the new broker; now it balances
-    onto it, broker 1 sheds, and the first warning carries the proof."""
+    cannot take enough of it: CP-SAT proves it. The mode refused the new broker; now it relieves
+    what broker 5 can (one of the two brokers over a limit ends within it), balances onto it,
+    broker 1 sheds, and the first warning carries the proof and the repair."""
     c = generate_cluster("small", seed=3)
     result = plan_add_brokers(c, [5])
     assert re.match(r"the new brokers alone cannot repair what the start breaks \(hard goal capacity cannot be "
                     r"satisfied: broker 1 is above its disk limit; capacity: no assignment of the 60 movable "
-                    r"partitions fits .*proved by CP-SAT.*\): this plan leaves it no worse and balances onto them; "
+                    r"partitions fits .*proved by CP-SAT.*\): this plan repairs what they can \(capacity 2 -> 1 "
+                    r"violations\), leaves the rest no "
+                    r"worse and balances onto them; "
                     r"a rebalance may use every broker$", result.summary.warnings[0])
     assert set(new_replicas(c, result.plan)) == {5}
     after = c.with_assignment(result.plan.replicas)
