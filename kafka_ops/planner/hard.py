@@ -164,14 +164,14 @@ def make_room_and_move(run: Run, p: int, src: int, fits: Callable[[int], bool],
     for b in sorted(full, key=lambda b: (st.count[b], b)):
         # What a replica leaving b must free there (per resource) for p's replica to fit.
         short = [g - r for g, r in zip(give, capacity.room(run, b), strict=True)]
-        if any(s > _slack(s) + r for s, r in zip(short, room, strict=True)):
+        if any(s > slack(s) + r for s, r in zip(short, room, strict=True)):
             continue
         for q in range(st.np):
             if (q == p or b not in st.replicas[q] or not run.partition_movable[q]
                     or not all(st.eligible[x] for x in st.replicas[q])):
                 continue
             frees = capacity.need(run, q, b)
-            if any(f < s - _slack(s) or f > r + _slack(f) for f, s, r in zip(frees, short, room, strict=True)):
+            if any(f < s - slack(s) or f > r + slack(f) for f, s, r in zip(frees, short, room, strict=True)):
                 continue
             for c in st.groups[st.group_of(q)].brokers:
                 if c == src or not run.can_move(q, b, c):
@@ -185,9 +185,9 @@ def make_room_and_move(run: Run, p: int, src: int, fits: Callable[[int], bool],
     return False
 
 
-def _slack(x: float) -> float:
-    """Float tolerance of a comparison the capacity veto makes on sums (never prune a move it
-    would accept)."""
+def slack(x: float) -> float:
+    """Float tolerance of a comparison the capacity veto makes on sums: a search that prunes
+    by room first never skips a move the veto would accept."""
     return 1e-9 * max(1.0, abs(x)) if math.isfinite(x) else 0.0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from kafka_ops.planner.balance import _SCAN, BalanceGoal
 from kafka_ops.planner.context import Run
-from kafka_ops.planner.hard import CapacityGoal
+from kafka_ops.planner.hard import CapacityGoal, slack
 from kafka_ops.planner.replica_index import BySize, TopicIndex, sort_replicas
 from kafka_ops.planner.replica_racks import SHORT, forced_range, short_racks
 from kafka_ops.planner.state import WorkingState
@@ -490,8 +491,19 @@ class ReplicaCountGoal(BalanceGoal):
             mask = room.may_cross(np.fromiter(ps, dtype=np.int64, count=len(ps)), src, dst)
             return None if mask is None else np.flatnonzero(mask).tolist()
 
+        capacity = next((v for v in run.vetoes if isinstance(v, CapacityGoal)), None)
+
         def one(src: int, dst: int) -> int | None:
-            items = cands[src].items
+            # Only replicas dst has disk and network-in room for: the capacity veto refuses the
+            # rest (add-brokers grown seed 135, whose new brokers were filled by the repair of
+            # brokers over a limit: 10 million refused move checks, most of its 18 s).
+            disk, net_in, _, count = capacity.room(run, dst) if capacity else (math.inf,) * 4
+            if count <= 0:
+                return None
+            disk, net_in = disk + slack(disk), net_in + slack(net_in)
+            by_size = cands[src]
+            items = [item for item in by_size.items[:bisect_right(by_size.xs, disk)]
+                     if st.bytes_in[item[1]] <= net_in]
             keep = crossing(src, dst, [p for _, p in items])
             if keep is not None:
                 items = [items[i] for i in keep]
@@ -501,7 +513,7 @@ class ReplicaCountGoal(BalanceGoal):
                 return c.partitions[0]
             if not on:
                 on.extend(run.replicas_on())
-            ps = on[src]
+            ps = [p for p in on[src] if st.size[p] <= disk and st.bytes_in[p] <= net_in]
             keep = crossing(src, dst, ps)
             if keep is not None:
                 ps = [ps[i] for i in keep]
