@@ -82,8 +82,13 @@ max - min 18,357 against 16,607; 22,061 at the start), as the largest replicas f
 brokers' disks first:
 
     add-brokers      0-199  the same outcomes                                  3.93 / 35.3 s
+      and the replica count goal's stuck search pruned by room the same way
+      (the same plans; the max is seed 151's one CP-SAT solve, beside a test run) 3.49 / 40.4 s
     with --pools, 0-99:     the same outcomes; crowding 1,722 -> 791, limits
                             exceeded 490 -> 291                                 0.49 / 3.3 s
+
+The 81 plans leaving the start's breaks took 393 s of planner CPU before these changes,
+348 s with the ejection chains pruned and the repair added, 238 s with the count goal pruned.
 
 Pooled drains are put to the oracle too, as drains within the pools (drain_fits(...,
 migrate=False)): of pooled remove-brokers 0-99, it confirms the 4 proofs, finds no drain of the
