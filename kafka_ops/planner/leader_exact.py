@@ -28,7 +28,8 @@ modelled). Under a leader-change cap the model may change at most the leadership
 from __future__ import annotations
 
 import math
-from typing import cast
+from collections.abc import Callable
+from typing import Any, cast
 
 from ortools.sat.python import cp_model
 
@@ -43,70 +44,15 @@ _SCALE = 1_000_000  # a broker's mean load, in the model's integer units
 def place_leaders_exactly(goal: BalanceGoal, run: Run, g: int) -> bool:
     """Re-choose the group's leaders where that brings goal's brokers closer to its bounds;
     True if leadership changed."""
-    st = run.state
     brokers = run.group_brokers(g)
-    parts = [p for p in range(st.np) if st.group_of(p) == g]
-    cap = run.options.max_leader_changes
-    budget = None if cap is None else cap - st.leader_changes  # changes the cap leaves
-    if (not brokers or len(parts) > _MAX_PARTITIONS or (budget is not None and budget <= 0)
-            or _outside(goal, run, g, brokers) == 0):
+    if not brokers or _outside(goal, run, g, brokers) == 0:
         return False
     if any(not v.hard and getattr(v, "leader_only", None) is None for v in run.vetoes):
         return False  # a topic goal ran first (a custom order): its leadership rules are not modelled
-    goals = {v.resource: v for v in _leader_vetoes(run)}
-    goals[goal.resource] = goal
-    unit, weight = {}, {}
-    for r, v in goals.items():
-        load = st.load(r)
-        unit[r] = 1.0 if v.integer else max(sum(load[b] for b in brokers) / len(brokers) / _SCALE, 1e-9)
-        weight[r] = [round(x) for x in (item_loads(v, st, True) / unit[r]).tolist()]
-    model = cp_model.CpModel()
-    choice: dict[int, dict[int, cp_model.IntVar]] = {}
-    fixed = {r: dict.fromkeys(brokers, 0) for r in goals}  # partitions whose leader stays
-    live = set(brokers)
-    for p in parts:
-        reps = st.replicas[p]
-        may = [b for b in reps if b == reps[0] or (b in live and run.dst_ok[b] and not st.demoted[b])]
-        if not run.partition_movable[p] or len(may) < 2:
-            for r in goals:
-                if reps[0] in fixed[r]:
-                    fixed[r][reps[0]] += weight[r][p]
-            continue
-        choice[p] = {b: model.new_bool_var(f"l{p}_{b}") for b in may}
-        model.add_exactly_one(choice[p].values())
-        model.add_hint(choice[p][reps[0]], True)
-    led: dict[int, list[tuple[int, cp_model.IntVar]]] = {b: [] for b in brokers}
-    for p, options in choice.items():
-        for b, x in options.items():
-            if b in led:
-                led[b].append((p, x))
-
-    def total(r: str, b: int) -> cp_model.LinearExprT:
-        return sum(weight[r][p] * x for p, x in led[b]) + fixed[r][b]
-
-    # The leaders as they are, in the model's rounded units: always within the model's limits.
-    now = {r: {b: fixed[r][b] + sum(weight[r][p] for p, _ in led[b] if st.replicas[p][0] == b)
-               for b in brokers} for r in goals}
-
-    def keep(r: str, b: int, lo: float, hi: float) -> None:
-        if math.isfinite(lo):
-            model.add(total(r, b) >= min(math.ceil(lo / unit[r] - 1e-6), now[r][b]))
-        model.add(total(r, b) <= max(math.floor(hi / unit[r] + 1e-6), now[r][b]))
-
-    capacity = next((v for v in run.vetoes if v.name == "capacity"), None)
-    for b in brokers:
-        for r, v in goals.items():
-            if v is goal:
-                continue
-            keep(r, b, *_kept(v, run, g, b))  # a broker outside the limits may stay there
-        if capacity is not None and "network_out" in goals:
-            cap = capacity.limits(run, b)[2]  # type: ignore[attr-defined]
-            if math.isfinite(cap):
-                keep("network_out", b, -math.inf, max(cap, st.net_out[b]))
-    changes = cp_model.LinearExpr.sum([x for p, options in choice.items() for b, x in options.items()
-                                       if b != st.replicas[p][0]])
-    if budget is not None:
-        model.add(changes <= budget)
+    lm = LeaderModel.build(run, g, [*leader_vetoes(run), goal], keep_except=goal)
+    if lm is None:
+        return False
+    model, total, unit = lm.model, lm.total, lm.unit
     lo, hi = goal.bounds(run, g)
     above, below = [], []
     for b in brokers:
@@ -121,46 +67,142 @@ def place_leaders_exactly(goal: BalanceGoal, run: Run, g: int) -> bool:
     n = len(brokers)
     outside = n * n * top + sum(n * a for a in above) + sum(below)  # as _outside weighs it
     model.minimize(outside)
-    first = _solver()
+    first = new_solver()
     if first.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return False
     model.add(outside <= round(first.objective_value))
-    model.minimize(len(choice) * _topic_excess(model, run, parts, brokers, choice) + changes)
-    second = _solver()
+    model.minimize(len(lm.choice) * _topic_excess(lm) + lm.changes)
+    second = new_solver()
     if second.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return False
-    leaders = {p: next(b for b, x in options.items() if second.value(x)) for p, options in choice.items()}
-    return _apply(goal, run, g, brokers, leaders)
+    before = _outside(goal, run, g, brokers)
+    return apply_leaders(run, g, lm.leaders(second),
+                         lambda: _outside(goal, run, g, brokers) < before - 1e-9)
 
 
-def _topic_excess(model: cp_model.CpModel, run: Run, parts: list[int], brokers: list[int],
-                  choice: dict[int, dict[int, cp_model.IntVar]]) -> cp_model.LinearExpr:
+class LeaderModel:
+    """The leadership of every movable partition of group g as one CP-SAT choice among its
+    replicas that may lead (live, not excluded, not demoted, a broker the mode lets receive),
+    under every veto that weighs leadership: the leader-only balance goals that ran (the range
+    each keeps a broker in), and the capacity goal's network-out limit. Under a leader-change
+    cap at most the changes the cap leaves (the cap counts changes made, as
+    WorkingState.leader_changes does)."""
+
+    def __init__(self, run: Run, g: int, brokers: list[int], parts: list[int],
+                 goals: dict[str, BalanceGoal]) -> None:
+        st = run.state
+        self.run, self.brokers, self.parts = run, brokers, parts
+        self.unit: dict[str, float] = {}
+        self.weight: dict[str, list[int]] = {}
+        for r, v in goals.items():
+            load = st.load(r)
+            self.unit[r] = 1.0 if v.integer else max(sum(load[b] for b in brokers) / len(brokers) / _SCALE, 1e-9)
+            self.weight[r] = [round(x) for x in (item_loads(v, st, True) / self.unit[r]).tolist()]
+        self.model = model = cp_model.CpModel()
+        self.choice: dict[int, dict[int, cp_model.IntVar]] = {}
+        self.fixed = {r: dict.fromkeys(brokers, 0) for r in goals}  # partitions whose leader stays
+        live = set(brokers)
+        for p in parts:
+            reps = st.replicas[p]
+            may = [b for b in reps if b == reps[0] or (b in live and run.dst_ok[b] and not st.demoted[b])]
+            if not run.partition_movable[p] or len(may) < 2:
+                for r in goals:
+                    if reps[0] in self.fixed[r]:
+                        self.fixed[r][reps[0]] += self.weight[r][p]
+                continue
+            self.choice[p] = {b: model.new_bool_var(f"l{p}_{b}") for b in may}
+            model.add_exactly_one(self.choice[p].values())
+            model.add_hint(self.choice[p][reps[0]], True)
+        self.led: dict[int, list[tuple[int, cp_model.IntVar]]] = {b: [] for b in brokers}
+        for p, options in self.choice.items():
+            for b, x in options.items():
+                if b in self.led:
+                    self.led[b].append((p, x))
+        # The leaders as they are, in the model's rounded units: always within the model's limits.
+        self.now = {r: {b: self.fixed[r][b] + sum(self.weight[r][p] for p, _ in self.led[b]
+                                                  if st.replicas[p][0] == b)
+                        for b in brokers} for r in goals}
+        self.changes = cp_model.LinearExpr.sum([x for p, options in self.choice.items()
+                                                for b, x in options.items() if b != st.replicas[p][0]])
+
+    @classmethod
+    def build(cls, run: Run, g: int, goals: list[BalanceGoal],
+              keep_except: BalanceGoal | None = None) -> LeaderModel | None:
+        """The model over ``goals``' loads, every one but ``keep_except`` kept within its veto's
+        range; None where it does not apply: too many partitions, or no change left under the
+        cap."""
+        st = run.state
+        brokers = run.group_brokers(g)
+        parts = [p for p in range(st.np) if st.group_of(p) == g]
+        cap = run.options.max_leader_changes
+        budget = None if cap is None else cap - st.leader_changes  # changes the cap leaves
+        if not brokers or len(parts) > _MAX_PARTITIONS or (budget is not None and budget <= 0):
+            return None
+        lm = cls(run, g, brokers, parts, {v.resource: v for v in goals})
+        for b in brokers:
+            for v in goals:
+                if v is not keep_except:
+                    lm.keep(v.resource, b, *_kept(v, run, g, b))  # a broker outside the limits may stay there
+            if (capacity := _capacity(run)) is not None and "network_out" in lm.unit:
+                cap_b = capacity.limits(run, b)[2]
+                if math.isfinite(cap_b):
+                    lm.keep("network_out", b, -math.inf, max(cap_b, st.net_out[b]))
+        if budget is not None:
+            lm.model.add(lm.changes <= budget)
+        return lm
+
+    def total(self, r: str, b: int) -> cp_model.LinearExprT:
+        return sum(self.weight[r][p] * x for p, x in self.led[b]) + self.fixed[r][b]
+
+    def keep(self, r: str, b: int, lo: float, hi: float) -> None:
+        """Broker b's load r within [lo, hi], or no further outside than it is now."""
+        if math.isfinite(lo):
+            self.model.add(self.total(r, b) >= min(math.ceil(lo / self.unit[r] - 1e-6), self.now[r][b]))
+        self.model.add(self.total(r, b) <= max(math.floor(hi / self.unit[r] + 1e-6), self.now[r][b]))
+
+    def topic_leaders(self) -> tuple[dict[tuple[int, int], list[cp_model.IntVar]], dict[tuple[int, int], int],
+                                     dict[int, int]]:
+        """Per (topic, broker): the choices that make b lead one of t's partitions, the
+        leaderships that stay; and each topic's partitions in the group."""
+        st = self.run.state
+        per: dict[tuple[int, int], list[cp_model.IntVar]] = {}
+        fixed: dict[tuple[int, int], int] = {}
+        size: dict[int, int] = {}
+        for p in self.parts:
+            t = st.topic[p]
+            size[t] = size.get(t, 0) + 1
+            if p in self.choice:
+                for b, x in self.choice[p].items():
+                    per.setdefault((t, b), []).append(x)
+            else:
+                fixed[t, st.replicas[p][0]] = fixed.get((t, st.replicas[p][0]), 0) + 1
+        return per, fixed, size
+
+    def leaders(self, solver: cp_model.CpSolver) -> dict[int, int]:
+        return {p: next(b for b, x in options.items() if solver.value(x)) for p, options in self.choice.items()}
+
+
+def _topic_excess(lm: LeaderModel) -> cp_model.LinearExpr:
     """Leaderships of a topic on a broker beyond its share (ceil(partitions / brokers)), summed:
     the topic leader goal comes later and may only trade within what the leader loads leave."""
-    st = run.state
-    n = len(brokers)
-    per: dict[tuple[int, int], list[cp_model.IntVar]] = {}
-    fixed: dict[tuple[int, int], int] = {}
-    size: dict[int, int] = {}
-    for p in parts:
-        t = st.topic[p]
-        size[t] = size.get(t, 0) + 1
-        if p in choice:
-            for b, x in choice[p].items():
-                per.setdefault((t, b), []).append(x)
-        else:
-            fixed[t, st.replicas[p][0]] = fixed.get((t, st.replicas[p][0]), 0) + 1
+    per, fixed, size = lm.topic_leaders()
+    n = len(lm.brokers)
     excess = []
     for (t, b), xs in per.items():
         share = -(-size[t] // n)
         if len(xs) + fixed.get((t, b), 0) > share:
-            e = model.new_int_var(0, len(xs), "")
-            model.add(e >= sum(xs) + fixed.get((t, b), 0) - share)
+            e = lm.model.new_int_var(0, len(xs), "")
+            lm.model.add(e >= sum(xs) + fixed.get((t, b), 0) - share)
             excess.append(e)
     return cp_model.LinearExpr.sum(excess)
 
 
-def _leader_vetoes(run: Run) -> list[BalanceGoal]:
+def _capacity(run: Run) -> Any:
+    """The capacity goal among the vetoes (its limits() are not part of the goal protocol)."""
+    return next((v for v in run.vetoes if v.name == "capacity"), None)
+
+
+def leader_vetoes(run: Run) -> list[BalanceGoal]:
     """The leader-only balance goals that ran already (the leader count goal among them)."""
     return [cast(BalanceGoal, v) for v in run.vetoes if getattr(v, "leader_only", None) is True]
 
@@ -176,27 +218,25 @@ def _outside(goal: BalanceGoal, run: Run, g: int, brokers: list[int]) -> float:
     return n * n * max(above) + sum(n * a + max(0.0, lo - load[b]) for a, b in zip(above, brokers, strict=True))
 
 
-def _apply(goal: BalanceGoal, run: Run, g: int, brokers: list[int], leaders: dict[int, int]) -> bool:
-    """Make the changes if, in the planner's own float loads, they bring goal's brokers closer
-    to its bounds and keep every leader-load veto within its limits as they were (the model's
-    rounding is checked, not trusted); else take them back."""
+def apply_leaders(run: Run, g: int, leaders: dict[int, int], better: Callable[[], bool]) -> bool:
+    """Make the changes if, in the planner's own float loads, ``better()`` holds after them and
+    every leader-load veto keeps its limits as they were (the model's rounding is checked, not
+    trusted); else take them back."""
     st = run.state
-    vetoes = _leader_vetoes(run)
-    limits = {(v.resource, b): _kept(v, run, g, b) for v in vetoes for b in brokers}
-    if (capacity := next((v for v in run.vetoes if v.name == "capacity"), None)) is not None:
+    brokers = run.group_brokers(g)
+    limits = {(v.resource, b): _kept(v, run, g, b) for v in leader_vetoes(run) for b in brokers}
+    if (capacity := _capacity(run)) is not None:
         for b in brokers:  # network out within the capacity goal's limit, or no higher than now
             lo, hi = limits.get(("network_out", b), (-math.inf, math.inf))
-            cap = max(capacity.limits(run, b)[2], st.net_out[b])  # type: ignore[attr-defined]
+            cap = max(capacity.limits(run, b)[2], st.net_out[b])
             limits["network_out", b] = (lo, min(hi, cap))
-    before = _outside(goal, run, g, brokers)
     done = []
     for p, b in leaders.items():
         old = st.replicas[p][0]
         if b != old:
             st.make_leader(p, b)
             done.append((p, old))
-    ok = _outside(goal, run, g, brokers) < before - 1e-9 and all(
-        limits[r, b][0] - 1e-6 <= st.load(r)[b] <= limits[r, b][1] + 1e-6 for r, b in limits)
+    ok = better() and all(limits[r, b][0] - 1e-6 <= st.load(r)[b] <= limits[r, b][1] + 1e-6 for r, b in limits)
     if not ok:
         for p, old in reversed(done):
             st.make_leader(p, old, undo=True)
@@ -210,10 +250,10 @@ def _kept(goal: BalanceGoal, run: Run, g: int, b: int) -> tuple[float, float]:
     return min(lo, now), max(hi, now)
 
 
-def _solver() -> cp_model.CpSolver:
+def new_solver(budget: float = _BUDGET) -> cp_model.CpSolver:
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
-    solver.parameters.max_deterministic_time = _BUDGET
+    solver.parameters.max_deterministic_time = budget
     solver.parameters.max_time_in_seconds = 30.0  # a guard against a stalled solver (move_exact)
     solver.parameters.random_seed = 0
     return solver

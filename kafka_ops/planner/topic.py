@@ -10,12 +10,14 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Mapping, Sequence
+from functools import partial
 
 import numpy as np
 
 from kafka_ops.planner.balance import BalanceGoal
 from kafka_ops.planner.context import Move, Run
 from kafka_ops.planner.state import Grouped
+from kafka_ops.planner.topic_leader_exact import spread_topic_leaders_exactly
 from kafka_ops.planner.topic_paths import TOP as _TOP
 from kafka_ops.planner.topic_paths import topic_path
 from kafka_ops.planner.topic_relax import fix_relaxed
@@ -185,6 +187,12 @@ class TopicGoal:
         bad_topics = sum(1 for _, _, bad in spread.values() if bad)
         return {"max_minus_min": worst, "sum_max_minus_min": total, "topics_out_of_bounds": bad_topics}
 
+    def _group_measure(self, run: Run, g: int) -> tuple[int, int]:
+        """(Topics out of bounds, summed max - min) over group g's topics."""
+        st = run.state
+        spread = [v for t, v in self._spread(run).items() if st.group_of_topic[t] == g]
+        return sum(1 for _, _, bad in spread if bad), sum(hi - lo for hi, lo, _ in spread)
+
     def imbalance(self, run: Run) -> float:
         """What the "not worse" check compares, the metric issue 9 scores: the sum over topics
         of max - min (replicas), the topics with leaders more than one apart (leaders)."""
@@ -252,6 +260,10 @@ class TopicGoal:
                 break
             worst = left
         self._level(run, on, on_broker, trades)  # and again for what the rounds piled up
+        for g in range(len(st.groups)):  # small groups: all leaderships at once
+            if st.groups[g].balance and not run.capped:
+                spread_topic_leaders_exactly(run, g, lambda t: self.bounds(run, t),
+                                             partial(self._group_measure, run, g))
 
     def _start_worst(self, run: Run) -> int:
         """The worst topic's leader max - min in the original assignment (the summary's "before"),

@@ -58,15 +58,15 @@ def test_under_a_leader_change_cap_the_placement_spends_only_the_changes_left(
     """The model counts its changes against what the cap leaves after the greedy's: 30 suffice
     here (the greedy alone ends at 1.55), and no solve takes the plan past the cap."""
     cluster = _cluster(36)
-    applied = leader_exact._apply
+    applied = leader_exact.apply_leaders
     counts: list[int] = []
 
     def counted(*args: Any) -> bool:
         made = applied(*args)
-        counts.append(args[1].state.leader_changes)
+        counts.append(args[0].state.leader_changes)
         return made
 
-    monkeypatch.setattr(leader_exact, "_apply", counted)
+    monkeypatch.setattr(leader_exact, "apply_leaders", counted)
     capped = plan_rebalance(cluster, options=PlannerOptions(max_leader_changes=30))
     assert _after(capped, "network_out")["max_over_mean"] <= 1.05
     assert counts and max(counts) <= 30
