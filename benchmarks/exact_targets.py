@@ -28,13 +28,14 @@ _UNIT = {"disk": 2**20}  # disk in MiB, rates in bytes/s
 
 
 def attainable(cluster: ClusterModel, target: str, earlier: Mapping[str, float] | None = None,
-               seconds: float = 10.0) -> bool | None:
+               seconds: float = 10.0, limit: float | None = None) -> bool | None:
     """True / False when decided, None when the time ran out first. ``earlier``: max / mean
     limits on other loads that must hold too (the goals before ``target`` no worse than a
-    plan left them)."""
+    plan left them). ``limit``: the max / mean asked for, if not the target's."""
     model = _Model(cluster)
+    asked = TARGETS[target] if limit is None else limit
     for b in model.live:
-        for r, limit in {**(earlier or {}), target: TARGETS[target]}.items():
+        for r, limit in {**(earlier or {}), target: asked}.items():
             model.m.add(model.load(r, b) <= math.floor(model.totals[r] / len(model.live) * limit))
     status = _solver(seconds).solve(model.m)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
