@@ -23,6 +23,7 @@ from ortools.sat.python import cp_model
 from kafka_ops.generator import generate_cluster
 from kafka_ops.model import ClusterModel, Partition
 from kafka_ops.planner import PlannerOptions, PlanResult, plan_rebalance, topic_leader_exact
+from kafka_ops.testing.grown import grown_pools, grown_spec
 
 GREEDY_PILES = {  # seed: generator overrides (bench_small's shape); topics over one apart: start / greedy
     9: {"brokers": 12, "partitions": 150, "hot_topic_share": 0.1, "new_brokers": 0, "hand_moved_share": 0.0},  # 3 / 10
@@ -133,3 +134,35 @@ def test_the_topic_pass_spends_only_the_leader_changes_a_cap_leaves(monkeypatch:
     capped = plan_rebalance(cluster, options=PlannerOptions(max_leader_changes=cap))
     assert made and all(after <= cap for _, after in made)
     assert capped.summary.leader_changes <= cap
+
+
+def test_a_run_of_several_pools_spends_at_most_its_budget_on_the_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each group's searches come out of one budget per run: a cluster of many small pools does
+    not pay the whole search for each. Grown seed 12 has three pools; with the run's budget cut
+    to one group's first search, the pass searches once more at most (the second search of the
+    group that found fewer topics out of bounds), and leaves more topics out than with all three."""
+    cluster = generate_cluster("medium", seed=12, **grown_spec(12))
+    pools = grown_pools(cluster, 12)
+    real = topic_leader_exact.new_solver
+    spent: list[float] = []
+
+    class Recording:
+        def __init__(self, budget: float) -> None:
+            self.solver = real(budget)
+
+        def solve(self, model: cp_model.CpModel) -> Any:
+            status = self.solver.solve(model)
+            spent.append(self.solver.deterministic_time)
+            return status
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.solver, name)
+
+    monkeypatch.setattr(topic_leader_exact, "new_solver", lambda budget=0.5: Recording(budget))
+    whole = _goal(plan_rebalance(cluster, pools), "topic_leader_dispersion").after["topics_out_of_bounds"]
+    assert len(spent) >= 4 and sum(spent) <= topic_leader_exact._RUN_BUDGET + 0.5 + 0.01
+    spent.clear()
+    monkeypatch.setattr(topic_leader_exact, "_RUN_BUDGET", topic_leader_exact._BUDGET)
+    cut = _goal(plan_rebalance(cluster, pools), "topic_leader_dispersion").after["topics_out_of_bounds"]
+    assert len(spent) <= 2 and sum(spent) <= topic_leader_exact._BUDGET + 0.5 + 0.01
+    assert whole < cut
