@@ -88,8 +88,7 @@ class LeaderModel:
     cap at most the changes the cap leaves (the cap counts changes made, as
     WorkingState.leader_changes does)."""
 
-    def __init__(self, run: Run, g: int, brokers: list[int], parts: list[int],
-                 goals: dict[str, BalanceGoal]) -> None:
+    def __init__(self, run: Run, brokers: list[int], parts: list[int], goals: dict[str, BalanceGoal]) -> None:
         st = run.state
         self.run, self.brokers, self.parts = run, brokers, parts
         self.unit: dict[str, float] = {}
@@ -138,7 +137,7 @@ class LeaderModel:
         budget = None if cap is None else cap - st.leader_changes  # changes the cap leaves
         if not brokers or len(parts) > _MAX_PARTITIONS or (budget is not None and budget <= 0):
             return None
-        lm = cls(run, g, brokers, parts, {v.resource: v for v in goals})
+        lm = cls(run, brokers, parts, {v.resource: v for v in goals})
         for b in brokers:
             for v in goals:
                 if v is not keep_except:

@@ -57,11 +57,11 @@ def spread_topic_leaders_exactly(run: Run, g: int, bounds: Callable[[int], tuple
     lm = LeaderModel.build(run, g, leader_vetoes(run))
     if lm is None or not lm.choice:
         return False
-    for r in _TOP:
-        if r in lm.unit:
-            top = max(lm.now[r].values())
-            for b in brokers:
-                lm.model.add(lm.total(r, b) <= max(top, lm.now[r][b]))
+    highest = {r: max(st.load(r)[b] for b in brokers) for r in _TOP if r in lm.unit}
+    for r in highest:
+        top = max(lm.now[r].values())
+        for b in brokers:
+            lm.model.add(lm.total(r, b) <= max(top, lm.now[r][b]))
     model = lm.model
     per, fixed, size = lm.topic_leaders()
     bad, excess = [], []
@@ -100,7 +100,8 @@ def spread_topic_leaders_exactly(run: Run, g: int, bounds: Callable[[int], tuple
     if solved not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return False
     before = measure()
-    return apply_leaders(run, g, lm.leaders(solver), lambda: measure() < before)
+    return apply_leaders(run, g, lm.leaders(solver), lambda: measure() < before and all(
+        st.load(r)[b] <= top + 1e-6 * abs(top) for r, top in highest.items() for b in brokers))
 
 
 def _hint(model: cp_model.CpModel, lm: LeaderModel, solver: cp_model.CpSolver) -> None:
