@@ -35,8 +35,8 @@ def attainable(cluster: ClusterModel, target: str, earlier: Mapping[str, float] 
     model = _Model(cluster)
     asked = TARGETS[target] if limit is None else limit
     for b in model.live:
-        for r, limit in {**(earlier or {}), target: asked}.items():
-            model.m.add(model.load(r, b) <= math.floor(model.totals[r] / len(model.live) * limit))
+        for r, most in {**(earlier or {}), target: asked}.items():
+            model.m.add(model.load(r, b) <= math.floor(model.totals[r] / len(model.live) * most))
     status = _solver(seconds).solve(model.m)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return True
