@@ -6,8 +6,9 @@ CP-SAT model written here, apart from the planner: over leaderships alone, with 
 the plan put them, each broker's leader count within the plan's band and its network out and
 leader bytes-in within the range their goals keep (the bounds; for a broker the plan left
 outside them, up to the plan's extremes), the fewest topics whose leaders end more than one
-apart. Any leadership choice the planner could make on those replicas is one of its solutions,
-so a plan that reaches its minimum has the fewest such topics leadership can give.
+apart. The plan itself is one of its solutions, so its minimum bounds the plan's count from
+below; a plan that reaches it has the fewest such topics any choice of leaders within those
+limits gives.
 """
 
 from __future__ import annotations
