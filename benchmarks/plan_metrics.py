@@ -17,7 +17,8 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kafka_ops.model import ClusterModel, TopicPartition
+from kafka_ops.model import ClusterModel, Partition, TopicPartition
+from kafka_ops.pools import PoolSet
 from kafka_ops.testing.feasibility import rack_key, rack_limit
 
 
@@ -103,6 +104,35 @@ def score(cluster: ClusterModel, new: Mapping[TopicPartition, Sequence[int]] | N
         "net_out_floor": leader_floor(list(out_of.values()), n),
         "leader_in_floor": leader_floor(list(in_of.values()), n),
     }
+
+
+def pool_topic_spread(cluster: ClusterModel, pools: PoolSet,
+                      new: Mapping[TopicPartition, Sequence[int]] | None = None) -> tuple[int, int]:
+    """Per-topic replica spread where pools isolate topics: each pool's topics over the pool's
+    live brokers (unpooled topics over the unpooled brokers, when there are any), summed; and
+    its floor with the rack rule, pool by pool (what topic_spread_floor_racks is for a whole
+    cluster)."""
+    new = new or {}
+    pooled = {b for pool in pools.pools.values() for b in pool.brokers}
+    groups: dict[str | None, list[Partition]] = defaultdict(list)
+    for p in cluster:
+        pool = pools.pool_for_topic(p.topic)
+        groups[pool.name if pool else None].append(p)
+    spread = floor = 0
+    for name, parts in groups.items():
+        members = pools.pools[name].brokers if name is not None else set(cluster.brokers) - pooled
+        live = sorted(b for b in members if b in cluster.brokers and cluster.brokers[b].alive)
+        if not live:
+            continue
+        per_topic: dict[str, Counter[int]] = {}
+        for p in parts:
+            c = per_topic.setdefault(p.topic, Counter(dict.fromkeys(live, 0)))
+            for b in new.get(p.tp, p.replicas):
+                if b in c:
+                    c[b] += 1
+        spread += sum(max(c.values()) - min(c.values()) for c in per_topic.values())
+        floor += _RackFloors(cluster, live, parts).topic_floor()
+    return spread, floor
 
 
 def leader_floor(loads: Sequence[float], n: int) -> float:
@@ -194,13 +224,14 @@ class _RackFloors:
     bigger racks on fewer brokers.
     """
 
-    def __init__(self, cluster: ClusterModel, live: Sequence[int]) -> None:
+    def __init__(self, cluster: ClusterModel, live: Sequence[int],
+                 parts: Sequence[Partition] | None = None) -> None:
         self.cluster = cluster
         self.n = len(live)
         sizes = Counter(rack_key(cluster, b) for b in live)
         self.racks = list(sizes)
         self.size = [sizes[r] for r in self.racks]
-        self.parts = list(cluster)
+        self.parts = list(cluster) if parts is None else list(parts)
         self.least: list[list[int]] = []  # per partition, per rack
         self.most: list[list[int]] = []
         for p in self.parts:
