@@ -325,6 +325,18 @@ def test_migrate_counts_what_the_pool_already_holds() -> None:
     assert placed == {2: 3, 3: 3}
 
 
+def test_migrate_evens_each_topic_out_over_the_pool() -> None:
+    # Broker 1 holds pool b's topic (it leaves in b's migration) and two replicas of x; broker
+    # 2 two of y. By replica counts alone x ended 2/1/3 and y 0/4/2 over brokers 1, 2, 3.
+    pools = pools_from_dict({"pools": {"a": {"brokers": [1, 2, 3], "topics": ["x", "y"]},
+                                       "b": {"brokers": [9], "topics": ["other"]}}})
+    cluster = cluster_of({1: None, 2: None, 3: None, 9: None},
+                         {"other": [[1]] * 4, "x": [[1]] * 2 + [[9]] * 4, "y": [[2]] * 2 + [[9]] * 4})
+    after = cluster.with_assignment(migrate_to_pool(cluster, pools, "a").replicas)
+    for topic in ("x", "y"):
+        assert Counter(p.replicas[0] for p in after.topics[topic]) == {1: 2, 2: 2, 3: 2}
+
+
 def test_migrate_drops_same_rack_kept_replica_when_racks_allow() -> None:
     racks: dict[int, str | None] = {1: "r0", 2: "r0", 3: "r1", 4: "r2", 9: "r0"}
     pools = pools_from_dict({"pools": {"a": {"brokers": [1, 2, 3, 4], "topics": ["t"]}}})
