@@ -89,12 +89,18 @@ def relocate(run: Run, goal: HardGoal, p: int, src: int, required: bool = True,
     group = st.groups[st.group_of(p)]
     limit = rack_limit(run, p)
     per_rack = Counter(st.rack[b] for b in st.replicas[p] if b != src)
-    # The least loaded broker the vetoes accept: keys first (cheap), vetoes in key order.
+    # The least loaded broker the vetoes accept: keys first (cheap), vetoes in key order. The
+    # first key nearly always passes: sorting them all for each replica was a sixth of a pool
+    # migration's time (xl, 135,000 replicas relocated).
     rack = st.rack
     if order is None:
         order = fill_order(run, p)
-    keys = sorted((per_rack[rack[b]] >= limit, *order(b)) for b in group.brokers)
-    best = next((key for key in keys if run.can_move(p, src, key[-1], retarget=True)), None)
+    keys = [(per_rack[rack[b]] >= limit, *order(b)) for b in group.brokers]
+    first = min(keys, default=None)
+    if first is not None and run.can_move(p, src, first[-1], retarget=True):
+        best = first
+    else:
+        best = next((key for key in sorted(keys) if run.can_move(p, src, key[-1], retarget=True)), None)
     if best is not None and run.try_move(p, src, best[-1], retarget=True):
         return True
     if make_room_and_move(run, p, src, lambda b: per_rack[st.rack[b]] < limit
