@@ -442,7 +442,7 @@ class PoolMembershipGoal(HardGoal):
         pool's partitions: the others leave in this goal. Counting them too (fill_order's
         count), a broker freed of them late was for a while the only one below the mean, and
         every replica relocated then went there, whatever its topic: fuzz_grown's pooled
-        clusters ended at 5 to 8 times their per-topic spread floor (seeds 6, 25, 26, 29),
+        clusters ended at 4.7 to 7.7 times their per-topic spread floor (seeds 6, 25, 26, 29),
         with the topic goal's swaps unable to undo it."""
         st = run.state
         suspects = self._suspects(st)
