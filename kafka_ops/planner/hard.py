@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -96,10 +96,8 @@ def relocate(run: Run, goal: HardGoal, p: int, src: int, required: bool = True,
     if order is None:
         order = fill_order(run, p)
     keys = [(per_rack[rack[b]] >= limit, *order(b)) for b in group.brokers]
-    first = min(keys, default=None)
-    if first is not None and run.can_move(p, src, first[-1], retarget=True):
-        best = first
-    else:
+    best: tuple[Any, ...] | None = min(keys, default=None)
+    if best is not None and not run.can_move(p, src, best[-1], retarget=True):
         best = next((key for key in sorted(keys) if run.can_move(p, src, key[-1], retarget=True)), None)
     if best is not None and run.try_move(p, src, best[-1], retarget=True):
         return True
