@@ -17,6 +17,7 @@ import numpy as np
 from kafka_ops.errors import ValidationError
 from kafka_ops.model import BrokerCapacity
 from kafka_ops.planner.context import Move, Run
+from kafka_ops.planner.pool_fill import PoolFill
 from kafka_ops.planner.room_cut import short_brokers
 from kafka_ops.planner.state import WorkingState
 
@@ -446,24 +447,18 @@ class PoolMembershipGoal(HardGoal):
         suspects = self._suspects(st)
         if not suspects:
             return
-        foreign, ends = _pool_counts(run)
-        count, tc, disk = st.count, st.topic_count, st.disk
-
-        def order(p: int) -> Callable[[int], tuple[bool, int, int, float, int]]:
-            end, base = ends[st.group_of(p)], st.topic[p] * st.nb
-
-            def key(b: int) -> tuple[bool, int, int, float, int]:
-                own = count[b] - foreign[b]
-                return (own >= end, tc.get(base + b, 0) if own < end else 0, own, disk[b], b)
-            return key
-
+        fill = PoolFill(run)  # the order below, in numpy
         for p in suspects:
             if run.partition_movable[p]:
                 members = st.in_group[st.group_of(p)]
                 for b in list(st.replicas[p]):
                     if b not in members:
-                        relocate(run, self, p, b, order=order(p))
-                        foreign[b] -= 1
+                        dst = fill.best(p, b, rack_limit(run, p))
+                        if dst is not None and run.try_move(p, b, dst, retarget=True):
+                            fill.moved(p, b, dst)
+                        else:  # refused: the next broker in the same order, or make room
+                            relocate(run, self, p, b, order=fill.order(p))
+                            fill.fell_back(b)
 
     def accepts(self, run: Run, moves: Sequence[Move]) -> bool:
         st = run.state
@@ -482,25 +477,6 @@ class PoolMembershipGoal(HardGoal):
             if bad and run.partition_movable[p]:
                 out.append(f"{st.tps[p]} has replicas on {bad}, outside pool {st.groups[g].name!r}")
         return out
-
-
-def _pool_counts(run: Run) -> tuple[list[int], list[int]]:
-    """Per broker, the replicas on it of movable partitions of other groups (the pool
-    membership goal relocates them all); per group, the replicas per broker that balances it
-    ends with, rounded down."""
-    st = run.state
-    reps = st.replica_matrix()
-    group = np.asarray(st.group_of_topic, dtype=np.int64)[np.asarray(st.topic, dtype=np.int64)]
-    member = np.zeros((len(st.groups), st.nb + 1), dtype=bool)  # the last column: padding
-    for g, brokers in enumerate(st.in_group):
-        member[g, list(brokers)] = True
-    held = reps >= 0
-    away = held & ~member[group[:, None], np.where(held, reps, st.nb)]
-    away &= np.asarray(run.partition_movable, dtype=bool)[:, None]
-    foreign = np.bincount(reps[away], minlength=st.nb).tolist()
-    per_group = np.bincount(group, weights=held.sum(axis=1), minlength=len(st.groups))
-    ends = [int(per_group[g] // max(1, len(run.group_brokers(g)))) for g in range(len(st.groups))]
-    return foreign, ends
 
 
 class RackAwarenessGoal(HardGoal):

@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from kafka_ops.generator import generate_cluster
-from kafka_ops.planner import plan_migrate_pool, plan_rebalance
+from kafka_ops.planner import plan_migrate_pool, plan_rebalance, plan_remove_brokers
 from kafka_ops.planner.context import PlannerOptions
-from kafka_ops.testing.grown import grown_pools, grown_spec
+from kafka_ops.planner.pool_fill import PoolFill
+from kafka_ops.testing.grown import grown_pools, grown_removal, grown_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 plan_metrics = importlib.import_module("plan_metrics")
@@ -60,3 +61,22 @@ def test_a_pool_migration_keeps_each_topic_within_twice_its_floor(seed: int) -> 
     result = plan_migrate_pool(cluster, pools)
     spread, floor = plan_metrics.pool_topic_spread(cluster, pools, result.plan.replicas)
     assert spread <= 2 * floor, (spread, floor)
+
+
+@pytest.mark.parametrize("seed", [6, 12, 25])
+def test_the_numpy_fill_order_picks_the_broker_the_python_order_picks(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # PoolFill packs the goal's order into one int per broker and skips the brokers no move
+    # may go to; forced to answer "none", it leaves every relocation to relocate() with the
+    # order in Python (the fallback for a refused broker). Both must plan the same. Seed 12
+    # has dead brokers; remove_brokers adds excluded ones.
+    cluster = generate_cluster("medium", seed=seed, **grown_spec(seed))
+    pools = grown_pools(cluster, seed)
+    gone = sorted(grown_removal(cluster, seed))
+    options = PlannerOptions(goals=())
+    fast = [plan_rebalance(cluster, pools, options=options).plan.replicas,
+            plan_remove_brokers(cluster, gone, pools, options=options).plan.replicas]
+    monkeypatch.setattr(PoolFill, "best", lambda self, p, src, limit: None)
+    slow = [plan_rebalance(cluster, pools, options=options).plan.replicas,
+            plan_remove_brokers(cluster, gone, pools, options=options).plan.replicas]
+    assert fast[0] and fast == slow

@@ -1,0 +1,122 @@
+"""Where the pool membership goal sends each replica that enters its pool, in numpy.
+
+The goal's order (see PoolMembershipGoal.optimize) is, per broker of the pool: the rack rule
+first, then below the replica count the pool ends with, then the fewest of the replica's topic
+among those below, then the fewest of the pool's own replicas, the least disk, the lowest
+broker. A migration into pools relocates most of a cluster's replicas (658,000 of 1.3 million
+on the xxl preset with fuzz_grown's pools), and building that key in Python for every broker of
+the pool was 88 million tuples. Here the key is packed into one int64 per broker over arrays
+kept in step with each move, and the Python order is kept as the fallback for the rare replica
+whose best broker a veto refuses: the same broker is chosen either way.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+import numpy as np
+
+from kafka_ops.planner.context import Run
+
+_RACK, _ABOVE, _TOPIC = 1 << 62, 1 << 61, 1 << 30  # own replicas fill the low 30 bits
+
+
+def pool_counts(run: Run) -> tuple[list[int], list[int]]:
+    """Per broker, the replicas on it of movable partitions of other groups (the pool
+    membership goal relocates them all); per group, the replicas per broker that balances it
+    ends with, rounded down."""
+    st = run.state
+    reps = st.replica_matrix()
+    group = np.asarray(st.group_of_topic, dtype=np.int64)[np.asarray(st.topic, dtype=np.int64)]
+    member = np.zeros((len(st.groups), st.nb + 1), dtype=bool)  # the last column: padding
+    for g, brokers in enumerate(st.in_group):
+        member[g, list(brokers)] = True
+    held = reps >= 0
+    away = held & ~member[group[:, None], np.where(held, reps, st.nb)]
+    away &= np.asarray(run.partition_movable, dtype=bool)[:, None]
+    foreign = np.bincount(reps[away], minlength=st.nb).tolist()
+    per_group = np.bincount(group, weights=held.sum(axis=1), minlength=len(st.groups))
+    ends = [int(per_group[g] // max(1, len(run.group_brokers(g)))) for g in range(len(st.groups))]
+    return foreign, ends
+
+
+class PoolFill:
+    """The goal's order over each pool's brokers, as arrays: a broker's own replicas (its
+    count less the replicas of other groups' partitions still on it), its disk, and, for the
+    topic being relocated, its replicas of that topic. Only brokers a move may go to at all
+    are candidates (the mode's dst_ok; and live, not excluded, once broker_exclusions vetoes):
+    the others fail every try, so skipping them picks the broker the Python order reaches."""
+
+    def __init__(self, run: Run) -> None:
+        st = run.state
+        self.run = run
+        self.foreign, self.ends = pool_counts(run)
+        live = any(g.name == "broker_exclusions" for g in run.vetoes)
+        self.members = [np.array(sorted(b for b in g.brokers if run.dst_ok[b]
+                                        and (st.eligible[b] or not live)), dtype=np.int64)
+                        for g in st.groups]
+        self.racks = [np.asarray(st.rack, dtype=np.int64)[m] for m in self.members]
+        self._sync()
+
+    def _sync(self) -> None:
+        """Reread the arrays from the state (after a fallback, which may move other replicas)."""
+        st = self.run.state
+        self.own = np.asarray(st.count, dtype=np.int64) - np.asarray(self.foreign, dtype=np.int64)
+        self.disk = np.asarray(st.disk, dtype=np.int64)
+        self.topic = -1
+
+    def _topic_row(self, t: int, g: int) -> np.ndarray:
+        """The pool's brokers' replicas of topic t (kept while t's partitions relocate)."""
+        if t != self.topic:
+            st = self.run.state
+            tc, base = st.topic_count, t * st.nb
+            members = self.members[g]
+            self.row = np.fromiter((tc.get(base + b, 0) for b in members.tolist()),
+                                   dtype=np.int64, count=len(members))
+            self.topic = t
+        return self.row
+
+    def order(self, p: int) -> Callable[[int], tuple[bool, int, int, float, int]]:
+        """The same order in Python: the fallback's sort key (relocate's ``order``)."""
+        st = self.run.state
+        count, tc, disk, foreign = st.count, st.topic_count, st.disk, self.foreign
+        end, base = self.ends[st.group_of(p)], st.topic[p] * st.nb
+
+        def key(b: int) -> tuple[bool, int, int, float, int]:
+            own = count[b] - foreign[b]
+            return (own >= end, tc.get(base + b, 0) if own < end else 0, own, disk[b], b)
+        return key
+
+    def best(self, p: int, src: int, limit: int) -> int | None:
+        """The broker of p's pool first in the goal's order, or None if the pool has none."""
+        st = self.run.state
+        g = st.group_of(p)
+        members = self.members[g]
+        if not len(members):
+            return None
+        own = self.own[members]
+        above = own >= self.ends[g]
+        key = np.where(above, _ABOVE, self._topic_row(st.topic[p], g) * _TOPIC) + own
+        for rack, n in Counter(st.rack[b] for b in st.replicas[p] if b != src).items():
+            if n >= limit:
+                key += (self.racks[g] == rack) * _RACK
+        ties = np.flatnonzero(key == key.min())
+        i = ties[0] if len(ties) == 1 else ties[np.argmin(self.disk[members[ties]])]
+        return int(members[i])
+
+    def moved(self, p: int, src: int, dst: int) -> None:
+        """Keep the arrays in step with a relocation the fast path made: src's own count does
+        not change (its count and its foreign replicas both drop by one)."""
+        st = self.run.state
+        self.foreign[src] -= 1
+        self.own[dst] += 1
+        self.disk[src] -= st.size[p]
+        self.disk[dst] += st.size[p]
+        i = np.searchsorted(self.members[st.group_of(p)], dst)
+        self.row[i] += 1
+
+    def fell_back(self, src: int) -> None:
+        """After a relocation by the Python order: src lost a foreign replica; reread the rest."""
+        self.foreign[src] -= 1
+        self._sync()
