@@ -91,6 +91,9 @@ class WorkingState:
         topic_ids: dict[str, int] = {}
         self.topic: list[int] = [topic_ids.setdefault(p.topic, len(topic_ids)) for p in parts]
         self.topics: list[str] = list(topic_ids)
+        # Per topic, bumped by every change of its replicas or leaders (and by reset): what a
+        # search's memo of the topic (topic_paths.py) is valid for.
+        self.topic_version = [0] * len(self.topics)
         self.size: list[int] = [p.size_bytes for p in parts]
         self.bytes_in: list[float] = [p.bytes_in_per_sec for p in parts]
         self.bytes_out: list[float] = [p.bytes_out_per_sec for p in parts]
@@ -204,6 +207,7 @@ class WorkingState:
     def reset(self) -> None:
         """Back to the original assignment (a repair that starts over)."""
         self.replicas = [list(r) for r in self.original]
+        self.topic_version = [v + 1 for v in self.topic_version]
         self._build_loads()
 
     # -- actions -------------------------------------------------------------------------
@@ -225,6 +229,7 @@ class WorkingState:
         self.net_in[dst] += bin_
         self.topic_count[t + src] -= 1
         self.topic_count[t + dst] = self.topic_count.get(t + dst, 0) + 1
+        self.topic_version[self.topic[p]] += 1
         if slot == 0:
             self._shift_leader(p, src, dst)
         reps[slot] = dst
@@ -264,6 +269,7 @@ class WorkingState:
         self.leader_in[new] += bin_
         self.topic_leaders[t + old] -= 1
         self.topic_leaders[t + new] = self.topic_leaders.get(t + new, 0) + 1
+        self.topic_version[self.topic[p]] += 1
 
     def add_replica(self, p: int, dst: int) -> None:
         """Append a follower (replication factor up); the new replica counts as a move."""
@@ -292,6 +298,7 @@ class WorkingState:
         self.disk[b] += sign * self.size[p]
         self.net_in[b] += sign * self.bytes_in[p]
         self.topic_count[key] = self.topic_count.get(key, 0) + sign
+        self.topic_version[self.topic[p]] += 1
 
     # -- as arrays -----------------------------------------------------------------------
     def replica_matrix(self, width: int = 1) -> np.ndarray:

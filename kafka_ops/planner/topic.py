@@ -18,8 +18,8 @@ from kafka_ops.planner.balance import BalanceGoal
 from kafka_ops.planner.context import Move, Run
 from kafka_ops.planner.state import Grouped
 from kafka_ops.planner.topic_leader_exact import spread_topic_leaders_exactly
+from kafka_ops.planner.topic_paths import DEAD_ENDS, topic_path
 from kafka_ops.planner.topic_paths import TOP as _TOP
-from kafka_ops.planner.topic_paths import topic_path
 from kafka_ops.planner.topic_relax import fix_relaxed
 from kafka_ops.planner.topic_swaps import _BYTES_CAP, _MOVES_CAP, TopicSpreader, plan_bounds
 from kafka_ops.planner.trades import vetoing
@@ -226,6 +226,7 @@ class TopicGoal:
         counts = self._counts(run)
         on_broker = run.replicas_on()  # replicas stay where they are: only leadership moves
         on = _topic_replicas(run)  # topic * brokers + broker -> partitions
+        run.memo.pop(DEAD_ENDS, None)
         trades = _leader_pairs(run)
         run.memo[_TOP] = {r: max((st.load(r)[b] for b in range(st.nb) if st.eligible[b]), default=0.0)
                           for r in ("network_out", "leader_bytes_in")}

@@ -24,6 +24,9 @@ from typing import Protocol
 from kafka_ops.planner.context import Move, Run
 
 TOP = ("topic_leader_top", 0)  # run.memo key: the leader loads' highest at the goal's start
+# run.memo key: per (topic, pull, limits), the topic's version and the brokers a search found
+# no path end from (see topic_path); cleared when the goal starts over
+DEAD_ENDS = ("topic_leader_dead_ends", 0)
 _ENDS = 8  # path ends tried per search
 _HANDS = 8  # partitions weighed per broker pair for the hand back
 _THIRDS = 8  # third brokers weighed for a hand back through one
@@ -50,11 +53,18 @@ def topic_path(goal: _Goal, run: Run, t: int, s: int, limits: tuple[int, int],
     lo, hi = limits
     if pull and not (run.dst_ok[s] and st.eligible[s]) or run.memo.get(_BUDGET_KEY, _BUDGET) <= 0:
         return False
+    dead = run.memo.setdefault(DEAD_ENDS, {})
+    key, version = (t, pull, lo, hi), st.topic_version[t]
+    known = dead.get(key)
+    if known is not None and known[0] == version and s in known[1]:
+        return False  # s was inside a search of t that found no end, and t has not changed
     parent: dict[int, Move | None] = {s: None}  # broker -> the change that reached it
     queue: deque[int] = deque([s])
+    expanded = []
     ends = 0
     while queue and ends < _ENDS:
         y = queue.popleft()
+        expanded.append(y)
         for q in on.get(t * nb + y, ()):
             rq = reps[q]
             if pull:  # y follows q: its leader z hands it over
@@ -79,6 +89,15 @@ def topic_path(goal: _Goal, run: Run, t: int, s: int, limits: tuple[int, int],
                     return True
                 if ends >= _ENDS or run.memo.get(_BUDGET_KEY, _BUDGET) <= 0:
                     return False
+    n = counts.get(t * nb + s, 0)
+    if not ends and not (n - 1 >= lo if pull else n + 1 <= hi):
+        # No broker reachable from s can end a path, and every one reached was searched on:
+        # a search from any of them reaches only these, so fails too until t changes. (s
+        # itself, never weighed as an end here, would be weighed by theirs: hence "not an end".)
+        if known is None or known[0] != version:
+            dead[key] = (version, set(expanded))
+        else:
+            known[1].update(expanded)
     return False
 
 
