@@ -12,7 +12,6 @@ whose best broker a veto refuses: the same broker is chosen either way.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
@@ -57,13 +56,20 @@ class PoolFill:
                                         and (st.eligible[b] or not live)), dtype=np.int64)
                         for g in st.groups]
         self.racks = [np.asarray(st.rack, dtype=np.int64)[m] for m in self.members]
+        self.penalty = np.zeros(max(st.rack, default=0) + 1, dtype=np.int64)  # per rack
+        self.slots: list[list[tuple[int, int]]] = [[] for _ in range(st.nb)]  # (group, index)
+        for g, members in enumerate(self.members):
+            for i, b in enumerate(members.tolist()):
+                self.slots[b].append((g, i))
         self._sync()
 
     def _sync(self) -> None:
         """Reread the arrays from the state (after a fallback, which may move other replicas)."""
         st = self.run.state
-        self.own = np.asarray(st.count, dtype=np.int64) - np.asarray(self.foreign, dtype=np.int64)
-        self.disk = np.asarray(st.disk, dtype=np.int64)
+        own = np.asarray(st.count, dtype=np.int64) - np.asarray(self.foreign, dtype=np.int64)
+        disk = np.asarray(st.disk, dtype=np.int64)
+        self.own = [own[m] for m in self.members]
+        self.disk = [disk[m] for m in self.members]
         self.topic = -1
 
     def _topic_row(self, t: int, g: int) -> np.ndarray:
@@ -91,30 +97,34 @@ class PoolFill:
     def best(self, p: int, src: int, limit: int) -> int | None:
         """The broker of p's pool first in the goal's order, or None if the pool has none."""
         st = self.run.state
-        g = st.group_of(p)
-        members = self.members[g]
-        if not len(members):
+        g = st.group_of_topic[st.topic[p]]
+        own = self.own[g]
+        if not len(own):
             return None
-        own = self.own[members]
-        above = own >= self.ends[g]
-        key = np.where(above, _ABOVE, self._topic_row(st.topic[p], g) * _TOPIC) + own
-        for rack, n in Counter(st.rack[b] for b in st.replicas[p] if b != src).items():
-            if n >= limit:
-                key += (self.racks[g] == rack) * _RACK
+        key = np.where(own >= self.ends[g], _ABOVE, self._topic_row(st.topic[p], g) * _TOPIC)
+        key += own
+        racks = [st.rack[b] for b in st.replicas[p] if b != src]
+        full = [r for r in set(racks) if racks.count(r) >= limit]
+        if full:
+            self.penalty[full] = _RACK
+            key += self.penalty[self.racks[g]]
+            self.penalty[full] = 0
         ties = np.flatnonzero(key == key.min())
-        i = ties[0] if len(ties) == 1 else ties[np.argmin(self.disk[members[ties]])]
-        return int(members[i])
+        i = int(ties[0] if len(ties) == 1 else ties[np.argmin(self.disk[g][ties])])
+        self.at = (g, i)
+        return int(self.members[g][i])
 
     def moved(self, p: int, src: int, dst: int) -> None:
-        """Keep the arrays in step with a relocation the fast path made: src's own count does
-        not change (its count and its foreign replicas both drop by one)."""
-        st = self.run.state
+        """Keep the arrays in step with the relocation to best()'s broker: src's own count
+        does not change (its count and its foreign replicas both drop by one)."""
+        size = self.run.state.size[p]
         self.foreign[src] -= 1
-        self.own[dst] += 1
-        self.disk[src] -= st.size[p]
-        self.disk[dst] += st.size[p]
-        i = np.searchsorted(self.members[st.group_of(p)], dst)
-        self.row[i] += 1
+        for g, i in self.slots[src]:
+            self.disk[g][i] -= size
+        for g, i in self.slots[dst]:  # in p's group, and in the unpooled one if that is all
+            self.own[g][i] += 1
+            self.disk[g][i] += size
+        self.row[self.at[1]] += 1
 
     def fell_back(self, src: int) -> None:
         """After a relocation by the Python order: src lost a foreign replica; reread the rest."""
