@@ -124,7 +124,8 @@ class TopicGoal:
         return self._ok(run, deltas)
 
     def _spread(self, run: Run) -> dict[int, tuple[int, int, int]]:
-        """Per topic of a balanced group: (max, min, brokers out of bounds) over live brokers.
+        """Per topic of a balanced group: (max, min, brokers out of bounds) over the group's live
+        brokers (a replica outside its pool, as a pool migration starts, is not counted there).
 
         One numpy sweep over the (topic, broker) counts: the goal measures the whole cluster
         several times per run (before, around each goal, after), at 1.3M replicas each Python
@@ -135,11 +136,11 @@ class TopicGoal:
         nb = st.nb
         if not counts:
             return {}
-        eligible, balanced, lo_t, hi_t, n_t = self.arrays(run)
+        counted, balanced, lo_t, hi_t, n_t = self.arrays(run)
         keys = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
         vals = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
         t = keys // nb
-        keep = (vals != 0) & eligible[keys - t * nb] & balanced[t]
+        keep = (vals != 0) & counted[keys] & balanced[t]
         keys, vals = keys[keep], vals[keep]
         if not len(keys):
             return {}
@@ -159,12 +160,16 @@ class TopicGoal:
             topics.tolist(), top.tolist(), low.tolist(), bad.tolist(), strict=True)}
 
     def arrays(self, run: Run) -> tuple[np.ndarray, ...]:
-        """(eligible per broker, balanced per topic, lower and upper bound per topic, live
-        brokers of each topic's group), once per run (none of them changes during a run)."""
+        """(whether a broker counts for a topic, by topic * brokers + broker: live and of the
+        topic's group; balanced per topic; lower and upper bound per topic; live brokers of
+        each topic's group), once per run (none of them changes during a run)."""
         key = (self.name + ":arrays", 0)
         if key not in run.memo:
             st = run.state
-            eligible = np.array(st.eligible, dtype=bool)
+            member = np.zeros((len(st.groups), st.nb), dtype=bool)
+            for g in range(len(st.groups)):
+                member[g, run.group_brokers(g)] = True
+            counted = member[np.asarray(st.group_of_topic, dtype=np.int64)].ravel()
             balanced = np.array([st.groups[g].balance for g in st.group_of_topic], dtype=bool)
             # bounds() of every topic at once (the same float steps, so the same integers).
             replicas, partitions = _topic_totals(run)
@@ -175,7 +180,7 @@ class TopicGoal:
             thr = run.options.thresholds.get(self.name, self.default_threshold)
             lo = np.floor(mean * (1 - thr)).astype(np.int64)
             hi = np.ceil(mean * (1 + thr)).astype(np.int64)
-            run.memo[key] = (eligible, balanced, lo, hi, n)
+            run.memo[key] = (counted, balanced, lo, hi, n)
         return run.memo[key]
 
     def measure(self, run: Run) -> dict[str, float]:
@@ -276,13 +281,13 @@ class TopicGoal:
         nb = st.nb
         worst = 0
         if st.np:
-            eligible, balanced, _, _, n_t = self.arrays(run)
+            counted, balanced, _, _, n_t = self.arrays(run)
             topic = np.asarray(st.topic, dtype=np.int64)
             lead = st.original_matrix()[:, 0]
             keys = np.unique(topic * nb + lead, return_counts=True)
             k, c = keys
             t = k // nb
-            keep = eligible[k - t * nb] & balanced[t]
+            keep = counted[k] & balanced[t]
             k, c, t = k[keep], c[keep], t[keep]
             if len(k):
                 starts = np.flatnonzero(np.concatenate(([True], t[1:] != t[:-1])))

@@ -80,3 +80,19 @@ def test_the_numpy_fill_order_picks_the_broker_the_python_order_picks(
     slow = [plan_rebalance(cluster, pools, options=options).plan.replicas,
             plan_remove_brokers(cluster, gone, pools, options=options).plan.replicas]
     assert fast[0] and fast == slow
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_the_summary_scores_a_pool_migration_as_the_metric_script_does(seed: int) -> None:
+    # The topic goal's measure counted a replica outside its pool on the broker it sat on, so
+    # a migration's start looked evener than it was: seed 6 went 480 -> 261 over its pools and
+    # the summary said "worse" (seed 5, 528 -> 624, "improved"). Counted over each pool's
+    # brokers, the summary's before and after are plan_metrics.pool_topic_spread's.
+    cluster = generate_cluster("medium", seed=seed, **grown_spec(seed))
+    pools = grown_pools(cluster, seed)
+    result = plan_rebalance(cluster, pools)
+    goal = next(g for g in result.summary.goals if g.name == "topic_replica_distribution")
+    before, _ = plan_metrics.pool_topic_spread(cluster, pools)
+    after, _ = plan_metrics.pool_topic_spread(cluster, pools, result.plan.replicas)
+    assert (goal.before["sum_max_minus_min"], goal.after["sum_max_minus_min"]) == (before, after)
+    assert goal.status == ("worse" if after > before else "improved")
