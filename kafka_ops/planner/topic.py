@@ -225,8 +225,11 @@ class TopicGoal:
             if not run.options.topic_swaps:  # within a budget above the plan's lower bounds
                 moves, nbytes = plan_bounds(run)
                 caps = (max(st.moves, int(_MOVES_CAP * moves)), max(st.moved_bytes, int(_BYTES_CAP * nbytes)))
+            bars = self.start_bars(run)
+            group_of = np.asarray(st.group_of_topic, dtype=np.int64)
             for g, topics in sorted(by_group.items()):
-                TopicSpreader(run, g, lambda t: self.bounds(run, t), caps).spread(topics)
+                TopicSpreader(run, g, lambda t: self.bounds(run, t), caps).spread(
+                    topics, int(bars[group_of == g].sum()))
             return
         counts = self._counts(run)
         on_broker = run.replicas_on()  # replicas stay where they are: only leadership moves
@@ -271,21 +274,24 @@ class TopicGoal:
                 spread_topic_leaders_exactly(run, g, lambda t: self.bounds(run, t),
                                              partial(self._group_measure, run, g))
 
-    def _start_worst(self, run: Run) -> int:
-        """The worst topic's leader max - min in the original assignment (the summary's "before"),
-        computed once per run (the original assignment never changes)."""
-        key = ("topic_start_worst", 0)
+    def start_spreads(self, run: Run) -> np.ndarray:
+        """Per topic, its max - min of replicas (leaders) per broker in the original assignment,
+        counted over its group's live brokers as _spread counts (the summary's "before"; 0 for a
+        topic of an unbalanced group), computed once per run (the original never changes)."""
+        key = (self.name + ":start", 0)
         if key in run.memo:
-            return int(run.memo[key])
+            return run.memo[key]
         st = run.state
         nb = st.nb
-        worst = 0
+        out = np.zeros(len(st.topics), dtype=np.int64)
         if st.np:
             counted, balanced, _, _, n_t = self.arrays(run)
-            topic = np.asarray(st.topic, dtype=np.int64)
-            lead = st.original_matrix()[:, 0]
-            keys = np.unique(topic * nb + lead, return_counts=True)
-            k, c = keys
+            orig = st.original_matrix()
+            orig = orig[:, :1] if self.leaders else orig
+            topic = np.repeat(np.asarray(st.topic, dtype=np.int64), orig.shape[1])
+            flat = orig.ravel()
+            keep = flat >= 0
+            k, c = np.unique(topic[keep] * nb + flat[keep], return_counts=True)
             t = k // nb
             keep = counted[k] & balanced[t]
             k, c, t = k[keep], c[keep], t[keep]
@@ -294,9 +300,21 @@ class TopicGoal:
                 held = np.diff(np.append(starts, len(t)))
                 top = np.maximum.reduceat(c, starts)
                 low = np.where(held >= n_t[t[starts]], np.minimum.reduceat(c, starts), 0)
-                worst = int((top - low).max())
-        run.memo[key] = worst
-        return worst
+                out[t[starts]] = top - low
+        run.memo[key] = out
+        return out
+
+    def start_bars(self, run: Run) -> np.ndarray:
+        """Per topic, what "not worse than the start" holds it to: its start_spreads(), or its
+        floor where the start is below it (1 where its replicas, or partitions, do not divide
+        evenly over its group's live brokers). Only a pool migration starts below the floor:
+        a replica still outside its pool is not counted there, so a topic wholly outside starts
+        at 0 (on fuzz_grown's pooled seeds 4, 5 and 20 the whole start was below its floor)."""
+        _, balanced, _, _, n_t = self.arrays(run)
+        replicas, partitions = _topic_totals(run)
+        total = np.asarray(partitions if self.leaders else replicas, dtype=np.int64)
+        floor = (balanced & (n_t > 0) & (total % np.maximum(n_t, 1) != 0)).astype(np.int64)
+        return np.maximum(self.start_spreads(run), floor)
 
     def _level(self, run: Run, on: Mapping[int, list[int]], on_broker: list[list[int]],
                trades: dict[tuple[int, int], list[int]]) -> None:
@@ -307,7 +325,7 @@ class TopicGoal:
         other topic a trade or chain touches."""
         st = run.state
         nb, counts = st.nb, st.topic_leaders
-        target = self._start_worst(run)
+        target = int(self.start_spreads(run).max(initial=0))
         spread = self._spread(run)
         over = sorted((t for t, (top, low, _) in spread.items() if top - low > target),
                       key=lambda t: (spread[t][1] - spread[t][0], t))

@@ -56,8 +56,10 @@ _SLACK = 1e-6  # relative margin of the cheap load test: it only refuses what th
 def plan_bounds(run: Run) -> tuple[int, int]:
     """Lower bounds on the plan's replica moves and bytes moved, from the original assignment.
 
-    Moves: the replicas on brokers that must be emptied plus, per group, the larger of the
-    replicas above the ceiling of the mean and those missing below its floor. Bytes: the larger
+    Moves: the replicas that must move (on a dead or removed broker, or outside their pool:
+    counting only the first two, a rebalance into pools had its swap budget below what the
+    hard goals had spent) plus, per group, the larger of the replicas above the ceiling of the
+    mean and those missing below its floor. Bytes: the larger
     of those moves made with each crowded broker's smallest replicas and what bringing every
     broker within 3% of the mean disk forces to move (the bytes above 1.03 x the mean must
     leave, those missing below 0.97 x must arrive: new empty brokers weigh on the second);
@@ -77,7 +79,6 @@ def plan_bounds(run: Run) -> tuple[int, int]:
     parts, flat = parts[keep], flat[keep]
     group_of = np.asarray(st.group_of_topic, dtype=np.int64)[np.asarray(st.topic, dtype=np.int64)][parts]
     size = np.asarray(st.size, dtype=np.int64)[parts]
-    eligible = np.asarray(st.eligible, dtype=bool)
     for g, group in enumerate(st.groups):
         live = run.group_brokers(g)
         if not group.balance or not live:
@@ -86,10 +87,8 @@ def plan_bounds(run: Run) -> tuple[int, int]:
         b, sz = flat[mine], size[mine]
         is_live = np.zeros(st.nb, dtype=bool)
         is_live[live] = True
-        member = np.zeros(st.nb, dtype=bool)
-        member[list(group.brokers)] = True
         on_live = is_live[b]
-        gone = ~on_live & (member[b] | ~eligible[b])  # replicas that must move
+        gone = ~on_live  # replicas that must move: on a dead or removed broker, or out of the pool
         dead, dead_bytes = int(gone.sum()), int(sz[gone].sum())
         b, sz = b[on_live], sz[on_live]
         count = np.bincount(b, minlength=st.nb)
@@ -290,14 +289,17 @@ class TopicSpreader:
         return self.counts.get(t * self.nb + b, 0)
 
     # -- the drivers ---------------------------------------------------------------------
-    def spread(self, topics: Sequence[int]) -> None:
+    def spread(self, topics: Sequence[int], bar: int) -> None:
         """Free swaps for every topic first; then, while the budget lasts and the group's spread
-        is more than twice its floor (issue 9's target), paid ones where one unit of a topic's
-        max - min costs the fewest swaps (the fewest brokers at its max, or at its min)."""
+        is above twice its floor or above ``bar`` (issue 9's targets: within 2x the floor, and
+        not worse than the start, each topic held no lower than its floor), paid ones where one
+        unit of a topic's max - min costs the fewest swaps (the fewest brokers at its max, or at
+        its min)."""
         self.index = _Index(self.run, self.group, self.brokers, topics)
         self._pass(topics)
         total, floor = self._total()
-        if not self._budget_left() or total <= 2 * floor:
+        target = min(2 * floor, bar)
+        if not self._budget_left() or total <= target:
             return
         self.paid = True
         st = self.st
@@ -321,7 +323,7 @@ class TopicSpreader:
                 continue
             if self._step(t, side):
                 total -= 1  # at least: u's counts stay between the two brokers' old ones
-                if total <= 2 * floor:
+                if total <= target:
                     return
                 k, side = self._steps(t)
                 if k:

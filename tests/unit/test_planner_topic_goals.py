@@ -193,8 +193,8 @@ def test_the_free_swap_pass_stops_at_its_search_budget(monkeypatch: pytest.Monke
     searches: list[int] = []
     spread = topic_swaps.TopicSpreader.spread
 
-    def recording(self: topic_swaps.TopicSpreader, topics: list[int]) -> None:
-        spread(self, topics)
+    def recording(self: topic_swaps.TopicSpreader, topics: list[int], bar: int) -> None:
+        spread(self, topics, bar)
         searches.append(self.searches)
 
     monkeypatch.setattr(topic_swaps.TopicSpreader, "spread", recording)
