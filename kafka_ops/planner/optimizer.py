@@ -29,6 +29,7 @@ from kafka_ops.planner.pool_pack import pack_leaving
 from kafka_ops.planner.savings import save_bytes
 from kafka_ops.planner.state import WorkingState
 from kafka_ops.planner.summary import GoalResult, PlanSummary, summarize
+from kafka_ops.planner.topic import TopicGoal
 
 _CAPACITY = next(g for g in HARD_GOALS if isinstance(g, CapacityGoal))
 
@@ -408,7 +409,8 @@ def _optimize(state: WorkingState, options: PlannerOptions, mode: str,
                      if g.name not in worse and g.imbalance(run) > starts[g.name] + 1e-9)
     check_hard_goals(run, fixing)
     results = [
-        GoalResult(g.name, g.hard, before[g.name], g.measure(run), g.name in worse)
+        GoalResult(g.name, g.hard, before[g.name], g.measure(run), g.name in worse,
+                   g.held_to(run) if isinstance(g, TopicGoal) else {})
         for g in (*HARD_GOALS, *goals)
     ]
     if state.offline:

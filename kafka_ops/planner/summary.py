@@ -7,6 +7,7 @@ plan takes as long as its busiest broker needs to send or receive its share.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +26,15 @@ class GoalResult:
     before: dict[str, float]
     after: dict[str, float]
     worse: bool = False  # a goal's own optimisation left it worse: a planner bug, reported
+    # Per measure, what "not worse" holds the plan to where the start is below what any plan
+    # reaches: a pool migration's topics start outside their pools, at 0 there (each topic
+    # held to its floor instead). Empty where the start is the bar.
+    held_to: dict[str, float] = field(default_factory=dict)
 
     @property
     def status(self) -> str:
-        """satisfied, improved, unchanged or worse: "worse" whenever any measure grew.
+        """satisfied, improved, unchanged or worse: "worse" whenever any measure grew (past
+        held_to, where given).
 
         A goal that ends within its bounds is satisfied. Otherwise a goal can end worse than it
         started because an earlier goal outranked it (the plan trades it for a higher-priority
@@ -39,9 +45,17 @@ class GoalResult:
         bad = sum(v for k, v in self.after.items() if k == "violations" or k.endswith("out_of_bounds"))
         if not bad:
             return "satisfied"
-        if any(v > self.before.get(k, v) + 1e-9 for k, v in self.after.items()):
+        if any(v > max(self.before.get(k, v), self.held_to.get(k, -math.inf)) + 1e-9
+               for k, v in self.after.items()):
             return "worse"
         return "improved" if self.after != self.before else "unchanged"
+
+    def describe(self) -> str:
+        """The measures as "name before -> after", with the bar where the start is below it."""
+        return "; ".join(
+            f"{k} {_num(self.before.get(k))} -> {_num(v)}"
+            + (f" (start held to its floor: {_num(self.held_to[k])})" if k in self.held_to else "")
+            for k, v in self.after.items())
 
 
 @dataclass(frozen=True)
@@ -72,7 +86,8 @@ class PlanSummary:
             "capped_by": self.capped,
             "warnings": self.warnings,
             "goals": [
-                {"name": g.name, "hard": g.hard, "status": g.status, "before": g.before, "after": g.after}
+                {"name": g.name, "hard": g.hard, "status": g.status, "before": g.before, "after": g.after,
+                 **({"held_to": g.held_to} if g.held_to else {})}
                 for g in self.goals
             ],
         }
@@ -96,10 +111,7 @@ class PlanSummary:
         lines.append("")
         lines.append(f"{'goal':<28} {'kind':<5} {'status':<10} before -> after")
         for g in self.goals:
-            change = "; ".join(
-                f"{k} {_num(g.before.get(k))} -> {_num(v)}" for k, v in g.after.items()
-            )
-            lines.append(f"{g.name:<28} {'hard' if g.hard else 'soft':<5} {g.status:<10} {change}")
+            lines.append(f"{g.name:<28} {'hard' if g.hard else 'soft':<5} {g.status:<10} {g.describe()}")
         return "\n".join(lines)
 
 

@@ -316,6 +316,14 @@ class TopicGoal:
         floor = (balanced & (n_t > 0) & (total % np.maximum(n_t, 1) != 0)).astype(np.int64)
         return np.maximum(self.start_spreads(run), floor)
 
+    def held_to(self, run: Run) -> dict[str, float]:
+        """The summary's bar for the spread measures where the start is below the floor (a pool
+        migration), empty otherwise: each topic held to start_bars(), not its start."""
+        bars, starts = self.start_bars(run), self.start_spreads(run)
+        held = {"max_minus_min": (int(bars.max(initial=0)), int(starts.max(initial=0))),
+                "sum_max_minus_min": (int(bars.sum()), int(starts.sum()))}
+        return {k: bar for k, (bar, start) in held.items() if bar != start}
+
     def _level(self, run: Run, on: Mapping[int, list[int]], on_broker: list[list[int]],
                trades: dict[tuple[int, int], list[int]]) -> None:
         """Topics whose leader max - min is above the start's worst (issue 9's "not worse": the

@@ -86,7 +86,10 @@ class ApprovalDigest(Record):
             lines.append(f"estimated duration at {format_bytes(self.throttle_bytes_per_sec)}/s: "
                          f"{format_duration(self.estimated_seconds)}")
         for g in self.goals:
-            change = "; ".join(f"{k} {g['before'].get(k)} -> {v}" for k, v in g["after"].items())
+            held = g.get("held_to", {})
+            change = "; ".join(f"{k} {g['before'].get(k)} -> {v}"
+                               + (f" (start held to its floor: {held[k]})" if k in held else "")
+                               for k, v in g["after"].items())
             lines.append(f"goal {g['name']} ({g['status']}): {change}")
         lines.extend(f"RISK: {r}" for r in self.risks)
         if not self.risks:
@@ -122,7 +125,8 @@ def approval_digest(
     busiest = max([*bytes_in.values(), *bytes_out.values(), 0])
     estimated = busiest / throttle if throttle else None
     goals = [
-        {"name": g["name"], "hard": g["hard"], "status": g["status"], "before": g["before"], "after": g["after"]}
+        {"name": g["name"], "hard": g["hard"], "status": g["status"], "before": g["before"], "after": g["after"],
+         **({"held_to": g["held_to"]} if g.get("held_to") else {})}
         for g in (summary or {}).get("goals", [])
     ]
     return ApprovalDigest(
