@@ -16,6 +16,7 @@ import numpy as np
 
 from kafka_ops.planner.balance import BalanceGoal
 from kafka_ops.planner.context import Move, Run
+from kafka_ops.planner.hard import rack_limit
 from kafka_ops.planner.state import Grouped
 from kafka_ops.planner.topic_leader_exact import spread_topic_leaders_exactly
 from kafka_ops.planner.topic_paths import DEAD_ENDS, topic_path
@@ -55,6 +56,46 @@ def _topic_totals(run: Run) -> tuple[list[int], list[int]]:
         partitions = np.bincount(topic, minlength=len(st.topics))
         run.memo[key] = (replicas.tolist(), partitions.tolist())
     return run.memo[key]
+
+
+def _rack_floors(run: Run) -> np.ndarray:
+    """Per topic of a balanced group, the least max - min of its replicas per broker that any
+    plan keeping the rack rule reaches (benchmarks/plan_metrics.py's _RackFloors, topic by
+    topic). A partition of RF r puts at least r - (what the other racks may hold) of its
+    replicas in a rack and at most min(rack_limit, brokers) there: the topic's busiest broker
+    holds at least the ceiling of its mean and of each rack's forced replicas over its brokers;
+    its idlest at most the floor of the mean and of each rack's room over its brokers. Without
+    uneven racks that is 1 where the replicas do not divide evenly over the brokers, else 0.
+    """
+    st = run.state
+    out = np.zeros(len(st.topics), dtype=np.int64)
+    if not st.np:
+        return out
+    topic = np.asarray(st.topic, dtype=np.int64)
+    rf = np.fromiter(map(len, st.replicas), dtype=np.int64, count=st.np)
+    group_of = np.asarray(st.group_of_topic, dtype=np.int64)[topic]
+    for g, group in enumerate(st.groups):
+        live = run.group_brokers(g)
+        mine = np.flatnonzero((group_of == g) & (rf > 0))
+        if not group.balance or not live or not len(mine):
+            continue
+        size = np.unique(np.asarray([st.rack[b] for b in live]), return_counts=True)[1]
+        topics, local = np.unique(topic[mine], return_inverse=True)
+        least = np.zeros((len(topics), len(size)), dtype=np.int64)
+        most = np.zeros((len(topics), len(size)), dtype=np.int64)
+        for r in np.unique(rf[mine]).tolist():
+            sel = rf[mine] == r
+            room = np.minimum(rack_limit(run, int(mine[sel][0])), size)
+            forced = np.maximum(0, r - (room.sum() - room))
+            count = np.bincount(local[sel], minlength=len(topics))
+            least += count[:, None] * forced[None, :]
+            most += count[:, None] * room[None, :]
+        total = np.bincount(local, weights=rf[mine], minlength=len(topics)).astype(np.int64)
+        n = len(live)
+        top = np.maximum(-(-total // n), (-(-least // size)).max(axis=1))
+        bottom = np.minimum(total // n, (most // size).min(axis=1))
+        out[topics] = top - bottom
+    return out
 
 
 class TopicGoal:
@@ -306,15 +347,22 @@ class TopicGoal:
 
     def start_bars(self, run: Run) -> np.ndarray:
         """Per topic, what "not worse than the start" holds it to: its start_spreads(), or its
-        floor where the start is below it (1 where its replicas, or partitions, do not divide
-        evenly over its group's live brokers). Only a pool migration starts below the floor:
-        a replica still outside its pool is not counted there, so a topic wholly outside starts
-        at 0 (on fuzz_grown's pooled seeds 4, 5 and 20 the whole start was below its floor)."""
-        _, balanced, _, _, n_t = self.arrays(run)
-        replicas, partitions = _topic_totals(run)
-        total = np.asarray(partitions if self.leaders else replicas, dtype=np.int64)
-        floor = (balanced & (n_t > 0) & (total % np.maximum(n_t, 1) != 0)).astype(np.int64)
-        return np.maximum(self.start_spreads(run), floor)
+        floor where the start is below it (replicas: _rack_floors(); leaders: 1 where its
+        partitions do not divide evenly over its group's live brokers). A start is below the
+        floor where it breaks a hard goal: a pool migration's replicas outside their pool are
+        not counted there, so a topic wholly outside starts at 0 (on fuzz_grown's pooled seeds
+        4, 5 and 20 the whole start was below its floor); a crowded rack's topics may start
+        evener than the rack rule allows. Computed once per run."""
+        key = (self.name + ":bars", 0)
+        if key not in run.memo:
+            if self.leaders:
+                _, balanced, _, _, n_t = self.arrays(run)
+                total = np.asarray(_topic_totals(run)[1], dtype=np.int64)
+                floor = (balanced & (n_t > 0) & (total % np.maximum(n_t, 1) != 0)).astype(np.int64)
+            else:
+                floor = _rack_floors(run)
+            run.memo[key] = np.maximum(self.start_spreads(run), floor)
+        return run.memo[key]
 
     def held_to(self, run: Run) -> dict[str, float]:
         """The summary's bar for the spread measures where the start is below the floor (a pool

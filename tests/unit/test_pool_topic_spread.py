@@ -18,12 +18,13 @@ from pathlib import Path
 import pytest
 
 from kafka_ops.generator import generate_cluster
-from kafka_ops.model import ClusterModel, TopicPartition
+from kafka_ops.model import ClusterModel, Partition, TopicPartition
 from kafka_ops.planner import plan_migrate_pool, plan_rebalance, plan_remove_brokers
 from kafka_ops.planner.context import PlannerOptions, Run
 from kafka_ops.planner.pool_fill import PoolFill
 from kafka_ops.planner.state import WorkingState
 from kafka_ops.planner.summary import GoalResult
+from kafka_ops.planner.topic import _rack_floors
 from kafka_ops.planner.topic_swaps import plan_bounds
 from kafka_ops.pools import PoolSet
 from kafka_ops.testing.grown import grown_pools, grown_removal, grown_spec
@@ -116,27 +117,28 @@ def _spread_and_bar(cluster: ClusterModel, pools: PoolSet, pool: str | None,
                     new: Mapping[TopicPartition, Sequence[int]]) -> tuple[int, int]:
     """A pool's per-topic spread after the plan (None: the unpooled topics over the unpooled
     brokers), and what "not worse than the start" holds it to: per topic, its spread at the
-    start counted over the pool's live brokers, or 1 where its replicas do not divide evenly
-    over them and the start is lower (a topic outside its pool starts at 0 there). Counted
-    here, apart from the planner."""
+    start counted over the pool's live brokers, or its floor with the rack rule where the start
+    is lower (a topic outside its pool starts at 0 there). Counted here and by the metric
+    script, apart from the planner."""
     pooled = {b for x in pools.pools.values() for b in x.brokers}
     members = pools.pools[pool].brokers if pool is not None else set(cluster.brokers) - pooled
     live = sorted(b for b in members if cluster.brokers[b].alive)
     start: dict[str, Counter[int]] = {}
     end: dict[str, Counter[int]] = {}
-    total: Counter[str] = Counter()
+    parts: dict[str, list[Partition]] = {}
     for p in cluster:
         owner = pools.pool_for_topic(p.topic)
         if (owner.name if owner is not None else None) != pool or not live:
             continue
-        total[p.topic] += len(p.replicas)
+        parts.setdefault(p.topic, []).append(p)
         for counts, reps in ((start, p.replicas), (end, new.get(p.tp, p.replicas))):
             c = counts.setdefault(p.topic, Counter(dict.fromkeys(live, 0)))
             for b in reps:
                 if b in c:
                     c[b] += 1
     spread = sum(max(c.values()) - min(c.values()) for c in end.values())
-    bar = sum(max(max(c.values()) - min(c.values()), int(total[t] % len(live) != 0)) for t, c in start.items())
+    bar = sum(max(max(c.values()) - min(c.values()), plan_metrics._RackFloors(cluster, live, parts[t]).topic_floor())
+              for t, c in start.items())
     return spread, bar
 
 
@@ -175,3 +177,27 @@ def test_a_measure_is_worse_only_past_its_start_or_the_bar_held_to() -> None:
     assert status(520, {"sum_max_minus_min": 560}) == "improved"
     assert status(561, {"sum_max_minus_min": 560}) == "worse"
     assert status(480, {"sum_max_minus_min": 560}) == "improved"
+
+
+@pytest.mark.parametrize("seed", [4, 12])
+def test_the_topic_floor_with_the_rack_rule_is_the_metric_scripts_topic_by_topic(seed: int) -> None:
+    # Seed 4's pool-1 has a rack of one broker: it must hold a replica of every partition, so
+    # most topics cannot come within 1 of even there (the floor 1 alone put the bar at 1,774,
+    # below what any plan reaches; with the rack rule, 2,187).
+    cluster = generate_cluster("medium", seed=seed, **grown_spec(seed))
+    pools = grown_pools(cluster, seed)
+    st = WorkingState(cluster, pools)
+    floors = _rack_floors(Run(st, PlannerOptions())).tolist()
+    by_topic: dict[str, list[Partition]] = {}
+    for p in cluster:
+        by_topic.setdefault(p.topic, []).append(p)
+    pooled = {b for x in pools.pools.values() for b in x.brokers}
+    forced = 0
+    for topic, parts in by_topic.items():
+        pool = pools.pool_for_topic(topic)
+        members = pool.brokers if pool is not None else set(cluster.brokers) - pooled
+        live = sorted(b for b in members if cluster.brokers[b].alive)
+        expected = plan_metrics._RackFloors(cluster, live, parts).topic_floor() if live else 0
+        assert floors[st.topics.index(topic)] == expected, topic
+        forced += expected > 1
+    assert forced > (100 if seed == 4 else 0)
