@@ -266,11 +266,8 @@ class TopicGoal:
             if not run.options.topic_swaps:  # within a budget above the plan's lower bounds
                 moves, nbytes = plan_bounds(run)
                 caps = (max(st.moves, int(_MOVES_CAP * moves)), max(st.moved_bytes, int(_BYTES_CAP * nbytes)))
-            bars = self.start_bars(run)
-            group_of = np.asarray(st.group_of_topic, dtype=np.int64)
             for g, topics in sorted(by_group.items()):
-                TopicSpreader(run, g, lambda t: self.bounds(run, t), caps).spread(
-                    topics, int(bars[group_of == g].sum()))
+                TopicSpreader(run, g, lambda t: self.bounds(run, t), caps).spread(topics, self.start_bars(run))
             return
         counts = self._counts(run)
         on_broker = run.replicas_on()  # replicas stay where they are: only leadership moves

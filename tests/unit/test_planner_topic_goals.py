@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from kafka_ops.generator import generate_cluster
@@ -193,8 +194,8 @@ def test_the_free_swap_pass_stops_at_its_search_budget(monkeypatch: pytest.Monke
     searches: list[int] = []
     spread = topic_swaps.TopicSpreader.spread
 
-    def recording(self: topic_swaps.TopicSpreader, topics: list[int], bar: int) -> None:
-        spread(self, topics, bar)
+    def recording(self: topic_swaps.TopicSpreader, topics: list[int], bars: np.ndarray) -> None:
+        spread(self, topics, bars)
         searches.append(self.searches)
 
     monkeypatch.setattr(topic_swaps.TopicSpreader, "spread", recording)
