@@ -27,8 +27,8 @@ class GoalResult:
     after: dict[str, float]
     worse: bool = False  # a goal's own optimisation left it worse: a planner bug, reported
     # Per measure, what "not worse" holds the plan to where the start is below what any plan
-    # reaches: a pool migration's topics start outside their pools, at 0 there (each topic
-    # held to its floor instead). Empty where the start is the bar.
+    # reaches (it breaks a hard goal: a pool migration's topics start outside their pools, at
+    # 0 there): each topic held to its floor instead. Empty where the start is the bar.
     held_to: dict[str, float] = field(default_factory=dict)
 
     @property

@@ -362,8 +362,8 @@ class TopicGoal:
         return run.memo[key]
 
     def held_to(self, run: Run) -> dict[str, float]:
-        """The summary's bar for the spread measures where the start is below the floor (a pool
-        migration), empty otherwise: each topic held to start_bars(), not its start."""
+        """The summary's bar for the spread measures where the start is below the floor (see
+        start_bars), empty otherwise: each topic held to start_bars(), not its start."""
         bars, starts = self.start_bars(run), self.start_spreads(run)
         held = {"max_minus_min": (int(bars.max(initial=0)), int(starts.max(initial=0))),
                 "sum_max_minus_min": (int(bars.sum()), int(starts.sum()))}

@@ -59,11 +59,11 @@ def plan_bounds(run: Run) -> tuple[int, int]:
     Moves: the replicas that must move (on a dead or removed broker, or outside their pool:
     counting only the first two, a rebalance into pools had its swap budget below what the
     hard goals had spent) plus, per group, the larger of the replicas above the ceiling of the
-    mean and those missing below its floor. Bytes: the larger
-    of those moves made with each crowded broker's smallest replicas and what bringing every
-    broker within 3% of the mean disk forces to move (the bytes above 1.03 x the mean must
-    leave, those missing below 0.97 x must arrive: new empty brokers weigh on the second);
-    benchmarks/plan_metrics.py scores the same.
+    mean and those missing below its floor. Bytes: the larger of those moves made with each
+    crowded broker's smallest replicas and what bringing every broker within 3% of the mean
+    disk forces to move (the bytes above 1.03 x the mean must leave, those missing below
+    0.97 x must arrive: new empty brokers weigh on the second); benchmarks/plan_metrics.py
+    scores the same (for one group: it does not count pool migrations).
     """
     st = run.state
     moves = nbytes = 0
