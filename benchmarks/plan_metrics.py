@@ -106,24 +106,37 @@ def score(cluster: ClusterModel, new: Mapping[TopicPartition, Sequence[int]] | N
     }
 
 
-def pool_topic_spread(cluster: ClusterModel, pools: PoolSet,
-                      new: Mapping[TopicPartition, Sequence[int]] | None = None) -> tuple[int, int]:
-    """Per-topic replica spread where pools isolate topics: each pool's topics over the pool's
-    live brokers (unpooled topics over the unpooled brokers, when there are any), summed; and
-    its floor with the rack rule, pool by pool (what topic_spread_floor_racks is for a whole
-    cluster)."""
-    new = new or {}
+def _pool_groups(cluster: ClusterModel, pools: PoolSet
+                 ) -> list[tuple[str | None, list[int], list[Partition]]]:
+    """Each pool's live brokers and partitions (the unpooled topics' over the brokers in no
+    pool, when there are any); a group without live brokers is left out, and so is a partition
+    with no replica on a live broker: no reassignment can copy its data (the planner leaves
+    it, fix-offline is its own mode), so its replicas neither count nor must move."""
     pooled = {b for pool in pools.pools.values() for b in pool.brokers}
+    alive = {b for b, broker in cluster.brokers.items() if broker.alive}
     groups: dict[str | None, list[Partition]] = defaultdict(list)
     for p in cluster:
+        if alive.isdisjoint(p.replicas):
+            continue
         pool = pools.pool_for_topic(p.topic)
         groups[pool.name if pool else None].append(p)
-    spread = floor = 0
+    out = []
     for name, parts in groups.items():
         members = pools.pools[name].brokers if name is not None else set(cluster.brokers) - pooled
         live = sorted(b for b in members if b in cluster.brokers and cluster.brokers[b].alive)
-        if not live:
-            continue
+        if live:
+            out.append((name, live, parts))
+    return out
+
+
+def pool_topic_spread(cluster: ClusterModel, pools: PoolSet,
+                      new: Mapping[TopicPartition, Sequence[int]] | None = None) -> tuple[int, int]:
+    """Per-topic replica spread where pools isolate topics: each pool's topics over the pool's
+    live brokers, summed; and its floor with the rack rule, pool by pool (what
+    topic_spread_floor_racks is for a whole cluster)."""
+    new = new or {}
+    spread = floor = 0
+    for _, live, parts in _pool_groups(cluster, pools):
         per_topic: dict[str, Counter[int]] = {}
         for p in parts:
             c = per_topic.setdefault(p.topic, Counter(dict.fromkeys(live, 0)))
@@ -133,6 +146,48 @@ def pool_topic_spread(cluster: ClusterModel, pools: PoolSet,
         spread += sum(max(c.values()) - min(c.values()) for c in per_topic.values())
         floor += _RackFloors(cluster, live, parts).topic_floor()
     return spread, floor
+
+
+def pool_counts(cluster: ClusterModel, pools: PoolSet,
+                new: Mapping[TopicPartition, Sequence[int]] | None = None) -> dict[str, int]:
+    """Where pools isolate topics the count targets hold pool by pool: the worst pool's replicas
+    and leaders max-min (each pool's topics over its live brokers), the highest of the pools'
+    count floors with the rack rule, the rack violations with each pool's racks (a pool of two
+    racks may hold two replicas of an RF-3 partition in one); and the count bound on moves, summed over pools,
+    with every replica off its pool's live brokers counted as one that must move (as moves()
+    counts a dead broker's). Without that, the bound of a rebalance that brings half the
+    replicas into their pools leaves those out, and the plan seems to move 2.4x what it must."""
+    new = new or {}
+    out = {"replicas_max_min": 0, "leaders_max_min": 0, "replicas_floor": 1, "rack_violations": 0,
+           "moves_bound": 0}
+    for _, live, parts in _pool_groups(cluster, pools):
+        limits = {rf: rack_limit(cluster, live, rf) for rf in {len(p.replicas) for p in parts}}
+        count = Counter(dict.fromkeys(live, 0))
+        leaders = Counter(dict.fromkeys(live, 0))
+        stay = Counter(dict.fromkeys(live, 0))
+        outside = 0
+        for p in parts:
+            reps = new.get(p.tp, p.replicas)
+            for b in reps:
+                if b in count:
+                    count[b] += 1
+            if reps[0] in leaders:
+                leaders[reps[0]] += 1
+            per_rack = Counter(rack_key(cluster, b) for b in reps)
+            out["rack_violations"] += max(per_rack.values()) > limits[len(p.replicas)]
+            for b in p.replicas:
+                if b in stay:
+                    stay[b] += 1
+                else:
+                    outside += 1
+        mean = (sum(stay.values()) + outside) / len(live)
+        surplus = sum(max(0, s - math.ceil(mean)) for s in stay.values())
+        deficit = sum(max(0, math.floor(mean) - s) for s in stay.values())
+        out["moves_bound"] += outside + max(surplus, deficit - outside, 0)
+        out["replicas_max_min"] = max(out["replicas_max_min"], max(count.values()) - min(count.values()))
+        out["leaders_max_min"] = max(out["leaders_max_min"], max(leaders.values()) - min(leaders.values()))
+        out["replicas_floor"] = max(out["replicas_floor"], _RackFloors(cluster, live, parts).count_floor())
+    return out
 
 
 def leader_floor(loads: Sequence[float], n: int) -> float:
@@ -212,6 +267,21 @@ def targets_missed(after: Mapping[str, Any], cost: Mapping[str, float]) -> list[
     over("moves / bound", cost["moves"] / max(1, cost["moves_bound"]), 1.10)
     over("bytes / bound", cost["bytes"] / max(1, cost["bytes_bound"]), 1.10)
     return missed
+
+
+def pool_targets_missed(after: Mapping[str, Any], counts: Mapping[str, int],
+                        spread: tuple[int, int], moved: int) -> list[str]:
+    """Issue 9's count targets where pools isolate topics: ``counts`` is pool_counts() after
+    the plan (its bound from the start), ``spread`` pool_topic_spread() after it, ``moved`` the
+    plan's replica moves; rack violations are ``after``'s (a score). The loads' targets hold
+    per pool too and are not scored here."""
+    pooled = {**after, **{k: counts[k] for k in ("replicas_max_min", "leaders_max_min", "replicas_floor",
+                                                 "rack_violations")},
+              "topic_spread_sum": spread[0], "topic_spread_floor_racks": spread[1],
+              "disk_max_mean": 1.0, "disk_floor": 1.0, "net_in_max_mean": 1.0, "net_in_floor": 1.0,
+              "net_out_max_mean": 1.0, "leader_in_max_mean": 1.0}
+    cost = {"moves": moved, "moves_bound": counts["moves_bound"], "bytes": 0, "bytes_bound": 1}
+    return targets_missed(pooled, cost)
 
 
 class _RackFloors:
@@ -324,8 +394,9 @@ class _RackFloors:
 def moves(cluster: ClusterModel, new: Mapping[TopicPartition, Sequence[int]]) -> dict[str, float]:
     """Replica moves and bytes of the plan, and their lower bounds.
 
-    Count bound: replicas on dead brokers plus the larger of the surplus above ceil(mean) and
-    the deficit below floor(mean) over live brokers. Disk bound: what bringing every live broker
+    Count bound: replicas on dead brokers (of partitions with a replica on a live broker: an
+    offline one's data cannot be copied, no plan moves it) plus the larger of the surplus
+    above ceil(mean) and the deficit below floor(mean) over live brokers. Disk bound: what bringing every live broker
     within 3% of the mean disk (or to the disk floor, where the racks allow no better) forces to
     move, the larger of the bytes that must leave (dead brokers' and those above the top) and
     the bytes that must arrive. A new empty broker needs its share, whichever broker gives it:
@@ -346,6 +417,8 @@ def moves(cluster: ClusterModel, new: Mapping[TopicPartition, Sequence[int]]) ->
     sizes: dict[int, list[int]] = {b: [] for b in live}
     dead_count = dead_bytes = 0
     for p in cluster:
+        if sizes.keys().isdisjoint(p.replicas):
+            continue  # offline: no reassignment can copy its data, no plan moves it
         for b in p.replicas:
             if b in sizes:
                 sizes[b].append(p.size_bytes)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, assume, given, settings
 
-from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition
+from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition, TopicPartition
+from kafka_ops.pools import Pool, PoolSet
 from kafka_ops.testing.feasibility import count_spread_floor, feasibility
 from kafka_ops.testing.strategies import adversarial_clusters
 
@@ -152,3 +153,35 @@ def test_the_count_floor_is_never_above_the_exact_one(case) -> None:
                            [replace(p, adding_replicas=(), removing_replicas=()) for p in drawn])
     assume(feasibility(cluster).feasible)
     assert plan_metrics.score(cluster)["replicas_floor"] <= max(1, count_spread_floor(cluster))
+
+
+def test_with_pools_the_count_bound_counts_every_replica_that_must_enter_its_pool() -> None:
+    # Pool x (brokers 0, 1) owns topic x, whose two partitions sit on brokers 2 and 3; pool y
+    # the other way round. The cluster's counts are even (bound 0), but all 4 replicas must
+    # move, and a plan that swaps them leaves each pool even.
+    brokers = [Broker(i) for i in range(4)]
+    parts = [Partition("x", 0, (2,), leader=2), Partition("x", 1, (3,), leader=3),
+             Partition("y", 0, (0,), leader=0), Partition("y", 1, (1,), leader=1)]
+    cluster = ClusterModel(brokers, parts)
+    pools = PoolSet([Pool("x", frozenset({0, 1}), ("x",)), Pool("y", frozenset({2, 3}), ("y",))])
+    assert plan_metrics.moves(cluster, {})["moves_bound"] == 0
+    start = plan_metrics.pool_counts(cluster, pools)
+    assert start["moves_bound"] == 4
+    assert start["replicas_max_min"] == 0  # each pool's topics count 0 on its own brokers
+    swap = {TopicPartition("x", 0): (0,), TopicPartition("x", 1): (1,),
+            TopicPartition("y", 0): (2,), TopicPartition("y", 1): (3,)}
+    after = plan_metrics.pool_counts(cluster, pools, swap)
+    assert after == {**start, "replicas_max_min": 0, "leaders_max_min": 0}
+    assert plan_metrics.pool_targets_missed(plan_metrics.score(cluster, swap), after, (0, 0), 4) == []
+    # Both of x's replicas on broker 0: pool x's counts are 2 apart. The moves are the swap's;
+    # had the plan made one more, it would be above 1.10 x the bound.
+    crowd = {**swap, TopicPartition("x", 1): (0,)}
+    counts = plan_metrics.pool_counts(cluster, pools, crowd)
+    spread = plan_metrics.pool_topic_spread(cluster, pools, crowd)
+    assert spread == (2, 0)
+    moved = plan_metrics.moves(cluster, crowd)["moves"]
+    assert moved == 4
+    assert plan_metrics.pool_targets_missed(plan_metrics.score(cluster, crowd), counts, spread, moved) == [
+        "replicas max-min 2 > 1", "leaders max-min 2.000 > 1.000"]
+    assert plan_metrics.pool_targets_missed(plan_metrics.score(cluster, crowd), counts, spread, 5)[-1] == \
+        "moves / bound 1.250 > 1.100"
