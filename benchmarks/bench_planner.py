@@ -15,11 +15,11 @@ Timings on a shared, loaded machine are upper bounds: CPU time is printed beside
 ``--seeds 0-7`` sweeps seeds instead: one line per preset and seed with the targets it misses
 (plan_metrics.targets_missed; loads whose rack floor is above the target are not counted).
 ``--pools`` plans with fuzz_grown's random pools (two or three, most topics starting outside
-theirs: the pool membership goal relocates about half the replicas) and adds each pool's
-per-topic spread against its rack floor (plan_metrics.pool_topic_spread), its counts, rack
-violations and the count bound on moves with the replicas that must enter their pool
-(plan_metrics.pool_counts): the targets missed are then these (the loads, which hold per pool
-too, are not scored; the whole-cluster rows are not the targets). Measured on one idle core:
+theirs: the pool membership goal relocates about half the replicas) and scores every metric
+pool by pool (plan_metrics.pool_scores: rows "pools: ...", the worst pool's, or the sum of a
+count of violations or topics), and the moves against the count bound with the replicas that
+must enter their pool (pool_moves_bound). The targets missed are then each pool's, named by
+it; the whole-cluster rows are not the targets. Measured on one idle core:
 large 4.6 s, xl 12.8 s, xxl 53.0 s and 1,149 MB (88 s before the pool membership goal's
 order went to numpy and the topic leader paths remembered their dead ends).
 ``--set KEY=VALUE`` overrides the generator (brokers, partitions, new_brokers,
@@ -42,9 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from plan_metrics import (  # noqa: E402
     moves,
-    pool_counts,
+    pool_moves_bound,
+    pool_scores,
     pool_targets_missed,
-    pool_topic_spread,
     score,
     targets_missed,
 )
@@ -75,12 +75,10 @@ def run_preset(preset: str, seed: int, overrides: dict[str, float] | None = None
     cpu = time.process_time() - cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     s = result.summary
-    pool_spread = pool_count = None
+    per_pool = None
     if pools is not None:
-        before, floor = pool_topic_spread(cluster, pools)
-        pool_spread = (before, pool_topic_spread(cluster, pools, result.plan.replicas)[0], floor)
-        pool_count = {"before": pool_counts(cluster, pools),
-                      "after": pool_counts(cluster, pools, result.plan.replicas)}
+        per_pool = {"before": pool_scores(cluster, pools), "after": pool_scores(cluster, pools, result.plan.replicas),
+                    "moves_bound": pool_moves_bound(cluster, pools)}
     return {
         "preset": preset,
         "brokers": len(cluster.brokers),
@@ -97,8 +95,7 @@ def run_preset(preset: str, seed: int, overrides: dict[str, float] | None = None
         "goal_seconds": s.goal_seconds,
         "status": {g.name: g.status for g in s.goals},
         "seed": seed,
-        "pool_spread": pool_spread,
-        "pool_counts": pool_count,
+        "pools": per_pool,
     }
 
 
@@ -131,16 +128,14 @@ def print_table(results: list[dict[str, Any]]) -> None:
     for key, label, fmt in METRICS:
         print(_row(label, [f"{fmt.format(r['before'][key])} -> {fmt.format(r['after'][key])}"
                            for r in results]))
-    if results and results[0].get("pool_spread"):
-        print(_row("pools' topic spread (floor)", [
-            "{:,} -> {:,} ({:,})".format(*r["pool_spread"]) for r in results]))
-        for key, label in (("replicas_max_min", "pools: replicas max-min (worst)"),
-                           ("leaders_max_min", "pools: leaders max-min (worst)")):
-            print(_row(label, [f"{r['pool_counts']['before'][key]} -> {r['pool_counts']['after'][key]}"
-                               for r in results]))
+    if results and results[0].get("pools"):
+        for key, label, fmt in METRICS:
+            print(_row(f"pools: {label}", [f"{fmt.format(_pooled(r['pools']['before'], key))} -> "
+                                           f"{fmt.format(_pooled(r['pools']['after'], key))}" for r in results]))
+        print(_row("pools: topic spread floor (racks)",
+                   [str(_pooled(r["pools"]["after"], "topic_spread_floor_racks")) for r in results]))
         print(_row("moves / pools' count bound", [
-            f"{r['cost']['moves'] / max(1, r['pool_counts']['after']['moves_bound']):.3f}"
-            for r in results]))
+            f"{r['cost']['moves']} / {r['pools']['moves_bound']}" for r in results]))
     print(_row("topic spread floor", [str(r["after"]["topic_spread_floor"]) for r in results]))
     print(_row("topic spread floor with racks",
                [str(r["after"]["topic_spread_floor_racks"]) for r in results]))
@@ -173,8 +168,9 @@ def print_sweep(results: list[dict[str, Any]]) -> None:
                   flush=True)
             continue
         a, c = r["after"], r["cost"]
-        bound = r["pool_counts"]["after"]["moves_bound"] if r.get("pool_counts") else c["moves_bound"]
-        spread, floor = (r["pool_spread"][1:] if r.get("pool_spread")
+        bound = r["pools"]["moves_bound"] if r.get("pools") else c["moves_bound"]
+        spread, floor = ((_pooled(r["pools"]["after"], "topic_spread_sum"),
+                          _pooled(r["pools"]["after"], "topic_spread_floor_racks")) if r.get("pools")
                          else (a["topic_spread_sum"], a["topic_spread_floor_racks"]))
         print(f"{r['preset']:<15} seed {r['seed']:<3} CPU {r['cpu_s']:6.1f} s  moves/bound "
               f"{c['moves'] / max(1, bound):.3f}  bytes/bound "
@@ -185,10 +181,20 @@ def print_sweep(results: list[dict[str, Any]]) -> None:
 
 def _missed(r: dict[str, Any]) -> list[str]:
     """The targets a result misses: the cluster's, or with pools each pool's counts."""
-    if r.get("pool_counts"):
-        return pool_targets_missed(r["after"], r["pool_counts"]["after"], r["pool_spread"][1:],
-                                   r["cost"]["moves"])
+    if r.get("pools"):
+        return pool_targets_missed(r["pools"]["after"], r["cost"]["moves"], r["pools"]["moves_bound"])
     return targets_missed(r["after"], r["cost"])
+
+
+_SUMMED = {"rack_violations", "replicas_on_dead_brokers", "topic_spread_sum", "topic_spread_floor_racks",
+           "topic_leader_spread_over_1", "topic_leader_evenable"}
+
+
+def _pooled(scores: dict[str, dict[str, Any]], key: str) -> float:
+    """One number for all pools: the sum of a count of violations or topics, else the worst
+    pool's."""
+    values = [sc[key] for sc in scores.values()]
+    return sum(values) if key in _SUMMED else max(values)
 
 
 def main() -> None:

@@ -155,33 +155,30 @@ def test_the_count_floor_is_never_above_the_exact_one(case) -> None:
     assert plan_metrics.score(cluster)["replicas_floor"] <= max(1, count_spread_floor(cluster))
 
 
-def test_with_pools_the_count_bound_counts_every_replica_that_must_enter_its_pool() -> None:
+def test_with_pools_every_target_holds_pool_by_pool_and_the_bound_counts_what_must_enter() -> None:
     # Pool x (brokers 0, 1) owns topic x, whose two partitions sit on brokers 2 and 3; pool y
     # the other way round. The cluster's counts are even (bound 0), but all 4 replicas must
     # move, and a plan that swaps them leaves each pool even.
-    brokers = [Broker(i) for i in range(4)]
-    parts = [Partition("x", 0, (2,), leader=2), Partition("x", 1, (3,), leader=3),
-             Partition("y", 0, (0,), leader=0), Partition("y", 1, (1,), leader=1)]
+    brokers = [Broker(i, rack="ab"[i % 2]) for i in range(4)]
+    parts = [Partition("x", 0, (2,), leader=2, size_bytes=GiB), Partition("x", 1, (3,), leader=3, size_bytes=GiB),
+             Partition("y", 0, (0,), leader=0, size_bytes=GiB), Partition("y", 1, (1,), leader=1, size_bytes=GiB)]
     cluster = ClusterModel(brokers, parts)
     pools = PoolSet([Pool("x", frozenset({0, 1}), ("x",)), Pool("y", frozenset({2, 3}), ("y",))])
     assert plan_metrics.moves(cluster, {})["moves_bound"] == 0
-    start = plan_metrics.pool_counts(cluster, pools)
-    assert start["moves_bound"] == 4
-    assert start["replicas_max_min"] == 0  # each pool's topics count 0 on its own brokers
+    assert plan_metrics.pool_moves_bound(cluster, pools) == 4
+    start = plan_metrics.pool_scores(cluster, pools)
+    assert start["x"]["replicas_max_min"] == 0  # its topic counts 0 on both its brokers
     swap = {TopicPartition("x", 0): (0,), TopicPartition("x", 1): (1,),
             TopicPartition("y", 0): (2,), TopicPartition("y", 1): (3,)}
-    after = plan_metrics.pool_counts(cluster, pools, swap)
-    assert after == {**start, "replicas_max_min": 0, "leaders_max_min": 0}
-    assert plan_metrics.pool_targets_missed(plan_metrics.score(cluster, swap), after, (0, 0), 4) == []
-    # Both of x's replicas on broker 0: pool x's counts are 2 apart. The moves are the swap's;
-    # had the plan made one more, it would be above 1.10 x the bound.
+    after = plan_metrics.pool_scores(cluster, pools, swap)
+    assert {sc["disk_max_mean"] for sc in after.values()} == {1.0}
+    assert plan_metrics.pool_targets_missed(after, 4, 4) == []
+    # Both of x's replicas on broker 0: pool x's counts, leaders and disk are uneven (2 GiB
+    # against a mean of 1), pool y's are not (no traffic: the rates are even). Had the plan
+    # made one more move, it would be above 1.10 x the bound.
     crowd = {**swap, TopicPartition("x", 1): (0,)}
-    counts = plan_metrics.pool_counts(cluster, pools, crowd)
-    spread = plan_metrics.pool_topic_spread(cluster, pools, crowd)
-    assert spread == (2, 0)
-    moved = plan_metrics.moves(cluster, crowd)["moves"]
-    assert moved == 4
-    assert plan_metrics.pool_targets_missed(plan_metrics.score(cluster, crowd), counts, spread, moved) == [
-        "replicas max-min 2 > 1", "leaders max-min 2.000 > 1.000"]
-    assert plan_metrics.pool_targets_missed(plan_metrics.score(cluster, crowd), counts, spread, 5)[-1] == \
-        "moves / bound 1.250 > 1.100"
+    scores = plan_metrics.pool_scores(cluster, pools, crowd)
+    assert plan_metrics.pool_topic_spread(cluster, pools, crowd) == (2, 0)
+    missed = plan_metrics.pool_targets_missed(scores, 4, 4)
+    assert missed == ["x: replicas max-min 2 > 1", "x: leaders max-min 2.000 > 1.000", "x: disk 2.000 > 1.030"]
+    assert plan_metrics.pool_targets_missed(scores, 5, 4)[-1] == "moves / bound 1.250 > 1.100"
