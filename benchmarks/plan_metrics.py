@@ -12,6 +12,7 @@ bytes-in x (RF - 1) (network out) and receives the producers' bytes-in (leader b
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
@@ -307,7 +308,13 @@ class _RackFloors:
         return floor
 
     def count_floor(self) -> int:
-        """The least max - min of replica counts: the highest broker holds at least the ceiling
+        """The least max - min of replica counts (count_range)."""
+        bottom, top = self.count_range()
+        return top - bottom
+
+    @functools.cache  # noqa: B019 (one per instance, which lives as long as one scoring)
+    def count_range(self) -> tuple[int, int]:
+        """The replica counts brokers end within, at best: the highest broker holds at least the ceiling
         of the mean and of each rack's forced replicas over its brokers; the lowest at most the
         floor of what the racks not in a set leave their brokers, for any set of racks (they hold
         their forced replicas at least). Sets of the racks most forced per broker suffice. The
@@ -329,11 +336,12 @@ class _RackFloors:
         for k in order[:-1]:
             held, brokers = held + room[k], brokers + self.size[k]
             top = max(top, -(-(total - held) // (self.n - brokers)))
-        return top - bottom
+        return bottom, top
 
     def load_floor(self, load: str) -> float:
-        """Max/mean of disk or network in that no plan with replica counts one apart can beat:
-        per rack, the least it holds (rack_least) over its brokers; and the heaviest replica."""
+        """Max/mean of disk or network in that no plan with replica counts as even as the racks
+        allow (count_range; one apart on most clusters) can beat: per rack, the least it holds
+        (rack_least) over its brokers; and the heaviest replica."""
         weight = self._weight(load)
         mean = sum(w * len(p.replicas) for w, p in zip(weight, self.parts, strict=True)) / self.n
         if not mean:
@@ -344,14 +352,18 @@ class _RackFloors:
         return worst
 
     def rack_least(self, load: str, k: int) -> float:
-        """The least disk or network in rack k holds with replica counts one apart: its forced
-        replicas, then the lightest replicas that may still enter it and bring each of its
-        brokers to the floor of the mean count."""
+        """The least disk or network in rack k holds with replica counts as even as the racks
+        allow: its forced replicas, then the lightest replicas that may still enter it and
+        bring each of its brokers to the lowest count such counts reach (count_range: the
+        floor of the mean where they may end one apart). Lower where a rack must hold more:
+        in pooled seed 14's pool of racks of 2, 1 and 1 brokers, the single-broker racks hold
+        a replica of every RF-3 partition, the counts end 494 apart at best, and filling the
+        rack of 2 to the mean count instead asked 1.242 x the mean disk of it, where it may
+        end at 1.211."""
         weight = self._weight(load)
-        replicas = sum(len(p.replicas) for p in self.parts)
         forced = sum(w * lo[k] for w, lo in zip(weight, self.least, strict=True))
         count = sum(lo[k] for lo in self.least)
-        extra = max(0, replicas // self.n * self.size[k] - count)
+        extra = max(0, self.count_range()[0] * self.size[k] - count)
         # The lightest replicas of partitions with room left in the rack, each partition as
         # often as it has room: no fill is lighter.
         room = sorted((w, hi[k] - lo[k]) for w, hi, lo in zip(weight, self.most, self.least, strict=True)
