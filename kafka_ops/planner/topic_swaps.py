@@ -63,7 +63,7 @@ def plan_bounds(run: Run) -> tuple[int, int]:
     crowded broker's smallest replicas and what bringing every broker within 3% of the mean
     disk forces to move (the bytes above 1.03 x the mean must leave, those missing below
     0.97 x must arrive: new empty brokers weigh on the second); benchmarks/plan_metrics.py
-    scores the same (moves(); with pools, pool_counts() counts the migrations as here).
+    scores the same (moves(); with pools, pool_moves_bound() counts the migrations as here).
     """
     st = run.state
     moves = nbytes = 0
