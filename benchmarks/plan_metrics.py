@@ -146,8 +146,8 @@ def pool_topic_spread(cluster: ClusterModel, pools: PoolSet,
 def pool_scores(cluster: ClusterModel, pools: PoolSet,
                 new: Mapping[TopicPartition, Sequence[int]] | None = None) -> dict[str, dict[str, Any]]:
     """Where pools isolate topics every target holds pool by pool: per pool, the score of its
-    topics over its live brokers (a pool of two racks may hold two replicas of an RF-3
-    partition in one, its loads' floors are its own)."""
+    topics over its live brokers, with the pool's own rack limits and floors (a pool of two
+    racks may hold two replicas of an RF-3 partition in one)."""
     return {name or "unpooled": score(cluster, new, live, parts)
             for name, live, parts in _pool_groups(cluster, pools)}
 
@@ -314,13 +314,14 @@ class _RackFloors:
 
     @functools.cache  # noqa: B019 (one per instance, which lives as long as one scoring)
     def count_range(self) -> tuple[int, int]:
-        """The replica counts brokers end within, at best: the highest broker holds at least the ceiling
-        of the mean and of each rack's forced replicas over its brokers; the lowest at most the
-        floor of what the racks not in a set leave their brokers, for any set of racks (they hold
-        their forced replicas at least). Sets of the racks most forced per broker suffice. The
-        mirror, as a rack may hold at most one replica of a partition per rack_limit: the lowest
-        holds at most the floor of each rack's room over its brokers, the highest at least the
-        ceiling of what a set of racks with the least room leaves the others."""
+        """The replica counts brokers end within, at best (bottom, top): the highest broker
+        holds at least the ceiling of the mean and of each rack's forced replicas over its
+        brokers; the lowest at most the floor of what the racks not in a set leave their
+        brokers, for any set of racks (they hold their forced replicas at least). Sets of the
+        racks most forced per broker suffice. The mirror, as a rack may hold at most one replica
+        of a partition per rack_limit: the lowest holds at most the floor of each rack's room
+        over its brokers, the highest at least the ceiling of what a set of racks with the least
+        room leaves the others."""
         total = sum(len(p.replicas) for p in self.parts)
         forced = [sum(lo[k] for lo in self.least) for k in range(len(self.racks))]
         room = [sum(hi[k] for hi in self.most) for k in range(len(self.racks))]
@@ -385,20 +386,20 @@ def moves(cluster: ClusterModel, new: Mapping[TopicPartition, Sequence[int]]) ->
     """Replica moves and bytes of the plan, and their lower bounds.
 
     Count bound: replicas on dead brokers (of partitions with a replica on a live broker: an
-    offline one's data cannot be copied, no plan moves it) plus the larger of the surplus
-    above ceil(mean) and the deficit below floor(mean) over live brokers. Disk bound: what bringing every live broker
-    within 3% of the mean disk (or to the disk floor, where the racks allow no better) forces to
-    move, the larger of the bytes that must leave (dead brokers' and those above the top) and
-    the bytes that must arrive. A new empty broker needs its share, whichever broker gives it:
-    0.97 x the mean (of what racks forced above it leave the others), or more where its rack
-    must hold more than that per broker (a rack of 7 brokers beside racks of 8 holds a replica
-    of every RF-3 partition). A rack that must end with L bytes (_RackFloors.rack_least) leaves
-    each of its n brokers at least L - (n - 1) x the top, and its brokers as a whole receive
-    what L lacks, plus what rack repairs copy out of it (_repair_refill: crowded-medium seed
-    479, unseen until then, copies 1.3 TB out of crowded racks, 0.37 TB of it a 369 GB
-    partition off two brokers below the mean; its bound was 9.45 TB, move_bound.py's linear
-    program 9.86, and this one 9.85). The bytes bound of the count bound takes each surplus
-    broker's smallest replicas.
+    offline one's data cannot be copied, no plan moves it) plus the larger of the surplus above
+    ceil(mean) and the deficit below floor(mean) over live brokers. Disk bound: what bringing
+    every live broker within 3% of the mean disk (or to the disk floor, where the racks allow no
+    better) forces to move, the larger of the bytes that must leave (dead brokers' and those
+    above the top) and the bytes that must arrive. A new empty broker needs its share, whichever
+    broker gives it: 0.97 x the mean (of what racks forced above it leave the others), or more
+    where its rack must hold more than that per broker (a rack of 7 brokers beside racks of 8
+    holds a replica of every RF-3 partition). A rack that must end with L bytes
+    (_RackFloors.rack_least) leaves each of its n brokers at least L - (n - 1) x the top, and
+    its brokers as a whole receive what L lacks, plus what rack repairs copy out of it
+    (_repair_refill: crowded-medium seed 479, unseen until then, copies 1.3 TB out of crowded
+    racks, 0.37 TB of it a 369 GB partition off two brokers below the mean; its bound was 9.45
+    TB, move_bound.py's linear program 9.86, and this one 9.85). The bytes bound of the count
+    bound takes each surplus broker's smallest replicas.
     """
     live = [b for b, broker in cluster.brokers.items() if broker.alive]
     n_moves = sum(len(set(r) - set(cluster.partitions[tp].replicas)) for tp, r in new.items())
