@@ -181,7 +181,7 @@ def print_sweep(results: list[dict[str, Any]]) -> None:
 
 
 def _missed(r: dict[str, Any]) -> list[str]:
-    """The targets a result misses: the cluster's, or with pools each pool's counts."""
+    """The targets a result misses: the cluster's, or with pools each pool's."""
     if r.get("pools"):
         return pool_targets_missed(r["pools"]["after"], r["cost"]["moves"], r["pools"]["moves_bound"])
     return targets_missed(r["after"], r["cost"])
