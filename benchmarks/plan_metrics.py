@@ -342,7 +342,8 @@ class _RackFloors:
     def load_floor(self, load: str) -> float:
         """Max/mean of disk or network in that no plan with replica counts as even as the racks
         allow (count_range; one apart on most clusters) can beat: per rack, the least it holds
-        (rack_least) over its brokers; and the heaviest replica."""
+        (rack_least) over its brokers; for sets of racks, what the most they may hold
+        (rack_most) leaves the other brokers; and the heaviest replica."""
         weight = self._weight(load)
         mean = sum(w * len(p.replicas) for w, p in zip(weight, self.parts, strict=True)) / self.n
         if not mean:
@@ -350,6 +351,14 @@ class _RackFloors:
         worst = max(1.0, max(weight, default=0.0) / mean)  # the max is never below the mean
         for k, n in enumerate(self.size):
             worst = max(worst, self.rack_least(load, k) / n / mean)
+        # The mirror: racks that may hold little leave the others the rest (pooled medium
+        # seed 24: a rack of 7 of 14 brokers may hold one replica of each partition, 0.795 x
+        # the mean per broker, so the other 7 hold 1.205 x at least; the floor said 1.0).
+        most = [self.rack_most(load, k) for k in range(len(self.size))]
+        held, brokers = 0.0, 0
+        for k in sorted(range(len(self.size)), key=lambda k: most[k] / self.size[k])[:-1]:
+            held, brokers = held + most[k], brokers + self.size[k]
+            worst = max(worst, (mean * self.n - held) / (self.n - brokers) / mean)
         return worst
 
     def rack_least(self, load: str, k: int) -> float:
@@ -367,8 +376,22 @@ class _RackFloors:
         extra = max(0, self.count_range()[0] * self.size[k] - count)
         # The lightest replicas of partitions with room left in the rack, each partition as
         # often as it has room: no fill is lighter.
-        room = sorted((w, hi[k] - lo[k]) for w, hi, lo in zip(weight, self.most, self.least, strict=True)
-                      if hi[k] > lo[k])
+        return forced + self._fill(weight, k, extra, heaviest=False)
+
+    def rack_most(self, load: str, k: int) -> float:
+        """The most disk or network in rack k may hold with replica counts as even as the racks
+        allow: its forced replicas, then the heaviest that may still enter it, up to the
+        highest count such counts reach (count_range) on each of its brokers."""
+        weight = self._weight(load)
+        forced = sum(w * lo[k] for w, lo in zip(weight, self.least, strict=True))
+        extra = self.count_range()[1] * self.size[k] - sum(lo[k] for lo in self.least)
+        return forced + self._fill(weight, k, extra, heaviest=True)
+
+    def _fill(self, weight: Sequence[float], k: int, extra: int, heaviest: bool) -> float:
+        """The load of ``extra`` more replicas in rack k, the lightest (or heaviest) of the
+        partitions with room left there, each as often as it has room."""
+        room = sorted(((w, hi[k] - lo[k]) for w, hi, lo in zip(weight, self.most, self.least, strict=True)
+                       if hi[k] > lo[k]), reverse=heaviest)
         fill = 0.0
         for w, r in room:
             if extra <= 0:
@@ -376,7 +399,7 @@ class _RackFloors:
             take = min(r, extra)
             fill += w * take
             extra -= take
-        return forced + fill
+        return fill
 
     def _weight(self, load: str) -> list[float]:
         return [p.size_bytes if load == "disk" else p.bytes_in_per_sec for p in self.parts]

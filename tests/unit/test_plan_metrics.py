@@ -9,10 +9,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from hypothesis import HealthCheck, assume, given, settings
+from ortools.sat.python import cp_model
 
 from kafka_ops.model import Broker, BrokerCapacity, ClusterModel, Partition, TopicPartition
 from kafka_ops.pools import Pool, PoolSet
-from kafka_ops.testing.feasibility import count_spread_floor, feasibility
+from kafka_ops.testing.feasibility import count_spread_floor, feasibility, rack_key, rack_limit
 from kafka_ops.testing.strategies import adversarial_clusters
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -64,6 +65,54 @@ def test_the_disk_floor_fills_a_small_rack_only_with_replicas_that_may_enter_it(
     score = plan_metrics.score(ClusterModel(brokers, parts))
     mean = (3 * sum(sizes) + 12 * 2 * GiB) / 5
     assert abs(score["disk_floor"] - (sum(sizes) + 2 * GiB) / mean) < 1e-9
+
+
+def test_a_rack_that_may_hold_little_leaves_the_other_racks_the_rest_of_the_load() -> None:
+    # Rack a (3 brokers) may hold one replica of each RF-2 partition, 21 GiB at most: racks b
+    # and c (a broker each) hold the other 21, 10.5 each, where the mean is 42 / 5 = 8.4.
+    # Each rack's least alone (rack b's: its two lightest replicas) gives a floor of 1.
+    brokers = [Broker(i, rack=r) for i, r in enumerate("aaabc")]
+    parts = [Partition("t", i, (i % 3, 3 + i % 2), leader=i % 3, size_bytes=(i + 1) * GiB)
+             for i in range(6)]
+    score = plan_metrics.score(ClusterModel(brokers, parts))
+    assert abs(score["disk_floor"] - 10.5 / 8.4) < 1e-9
+
+
+@settings(max_examples=60, deadline=None, derandomize=not os.environ.get("KAFKA_OPS_HYPOTHESIS_RANDOM"),
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(adversarial_clusters())
+def test_the_disk_floor_is_never_above_the_exact_one(case) -> None:
+    # Above it, the benchmark would excuse a plan the loads allow to do better ("the loads
+    # allow no better than"). The exact one, by CP-SAT: the least max disk over placements of
+    # every partition on the live brokers within the rack limits, with the replica counts in
+    # the range the floor assumes (count_range). A placement found bounds it from above.
+    drawn, _, _ = case
+    live = [b for b, broker in drawn.brokers.items() if broker.alive]
+    cluster = ClusterModel([replace(b, capacity=BrokerCapacity()) for b in drawn.brokers.values()],
+                           [replace(p, adding_replicas=(), removing_replicas=()) for p in drawn
+                            if len(p.replicas) <= len(live)])
+    assume(live and any(p.size_bytes for p in cluster))
+    bottom, top = plan_metrics._RackFloors(cluster, live).count_range()
+    model = cp_model.CpModel()
+    x = {(i, b): model.new_bool_var(f"x{i}_{b}") for i in range(len(cluster.partitions)) for b in live}
+    racks = {rack_key(cluster, b) for b in live}
+    for i, p in enumerate(cluster):
+        model.add(sum(x[i, b] for b in live) == len(p.replicas))
+        lim = rack_limit(cluster, live, len(p.replicas))
+        for r in racks:
+            model.add(sum(x[i, b] for b in live if rack_key(cluster, b) == r) <= lim)
+    heaviest = model.new_int_var(0, sum(p.size_bytes // GiB * len(p.replicas) for p in cluster), "max")
+    for b in live:
+        model.add_linear_constraint(sum(x[i, b] for i in range(len(cluster.partitions))), bottom, top)
+        model.add(sum(p.size_bytes // GiB * x[i, b] for i, p in enumerate(cluster)) <= heaviest)
+    model.minimize(heaviest)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.max_time_in_seconds = 10.0
+    status = solver.solve(model)
+    assume(status in (cp_model.OPTIMAL, cp_model.FEASIBLE))
+    mean = sum(p.size_bytes // GiB * len(p.replicas) for p in cluster) / len(live)
+    assert plan_metrics.score(cluster)["disk_floor"] * mean <= solver.objective_value + 1e-6
 
 
 def test_a_new_broker_in_a_small_rack_must_receive_what_its_rack_holds_beyond_the_others() -> None:
