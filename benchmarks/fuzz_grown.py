@@ -112,6 +112,21 @@ Every outcome above came out the same (rebalance, remove-brokers and add-brokers
 over each pool's brokers only (a replica outside its pool no longer counts where it sits,
 which changes their start-of-run targets), rebalance --pools 0-99 ends at 49,539, the same
 65 planned and 5 above twice the floor; migrate-pool 0-59 plans the same.
+
+Seeds never run before, rebalance 3000-3099: 93 planned, 7 proved before any search; with
+--pools: 64 planned, 35 proved before any search, and one undecided, seed 3054, which a
+CP-SAT model written apart from the planner places: pool-1's brokers 0, 2 and 9 end at 99%
+of their disk limits, and asked for the fewest moves at once CP-SAT finds no placement in
+60 deterministic seconds. packing_cp.py now asks for any placement first (3 s), then the
+fewest moves from it, one pool at a time; 3054 is planned (the same checks pass). Old code
+against new (planner CPU mean / max), each pair run side by side:
+
+    rebalance --pools, 0-99        the same outcomes and spread       2.57 / 12.7 -> 2.56 / 13.6 s
+    migrate-pool, 0-199            the same outcomes; spread 113,554 -> 113,577
+                                                                      0.44 / 13.2 -> 0.47 / 14.5 s
+    remove-brokers --pools, 0-99   the same outcomes (the 6 undecided
+                                   search 4 s more first)             0.81 / 18.1 -> 0.99 / 26.9 s
+    fix-offline --pools, 0-99      the same outcomes                  0.37 / 18.2 -> 0.46 / 21.2 s
 """
 
 from __future__ import annotations

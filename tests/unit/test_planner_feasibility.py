@@ -663,6 +663,18 @@ def test_a_pool_migration_the_greedy_fills_wrongly_is_packed_largest_first(monke
     assert check_hard_goals(cluster, cluster.with_assignment(result.plan.replicas), pools) == []
 
 
+@pytest.mark.slow
+def test_a_pool_filled_to_99_percent_of_its_disk_limits_is_placed_by_any_placement_first() -> None:
+    # Pooled rebalance fuzz seed 3054: pool-1's brokers 0, 2 and 9 must end at 99% of their
+    # disk limits. Asked for the fewest moves, CP-SAT found no placement in its budget (nor in
+    # 60 deterministic seconds), and the planner refused with "one may still exist". Asked for
+    # any placement first, it finds one, then the fewest moves it can from there.
+    cluster = generate_cluster("medium", seed=3054, **grown_spec(3054))
+    pools = grown_pools(cluster, 3054)
+    result = plan_rebalance(cluster, pools)
+    assert check_hard_goals(cluster, cluster.with_assignment(result.plan.replicas), pools) == []
+
+
 def test_a_drain_whose_last_broker_of_a_rack_is_short_is_refused_at_once() -> None:
     # Fuzz seed 163: removing 3 of 9 brokers in 3 racks leaves broker 8 alone in rack c, and
     # it must hold a replica of every RF-3 partition. The oracle says no drain exists even with
