@@ -1,4 +1,4 @@
-"""Small clusters: the plan re-placed exactly by CP-SAT, with lower loads, then fewer moves.
+"""Small clusters: the plan re-placed exactly by CP-SAT: lower loads, fewer moves, even topics.
 
 The goals run one after another, and each moves what the ones before left: the replica count
 goal picks which replicas move before the disk and leader-load goals know what they will need,
@@ -18,22 +18,33 @@ plan's:
   rounding);
 - per topic and broker, its replicas and its leaderships between the plan's fewest and most.
 
-Two solves use it. `lower_loads` runs where the plan left a broker's disk or rate load above
+Three solves use it. `lower_loads` runs where the plan left a broker's disk or rate load above
 its goal's bound: it minimises the loads above the bounds, an earlier goal's weighing more, with
 up to _LOWER_MOVES times the plan's moves. On such a load any broker may rise to the plan's
 highest: the goal's brokers out of bounds may grow where it had some, its max / mean may not.
 `save_moves` then keeps the loads of whichever plan stands, and minimises the moves and bytes
-copied, neither above the plan's, each as a share of the plan's.
+copied, neither above the plan's, each as a share of the plan's. `spread_topics` last keeps
+the loads too, and minimises the topics' replica spread (the sum over topics of max - min
+replicas per broker, the topic replica goal's measure), within the moves and bytes that goal
+may spend (1.099 x the plan's lower bounds, topic_swaps.plan_bounds) or the plan's where it
+spent more. The goal's swaps, one pair at a time, stop where each alone would take a load past
+its bound (bench_small.py seed 6: 137 where the rack floor is 47); several replicas re-placed
+at once get past that. It is skipped where the topics are already within twice what their
+replica counts force. On bench_small.py's seeds 0-99 (97 planned) the spread summed over
+plans went from 5,674 to 5,435 (rack floor 3,046), the plans above twice their floor from 37
+to 30, the moves from 13,974 to 14,048 (no plan newly above 1.10 x the count bound), the
+planner's mean CPU from 5.6 to 6.9 s; with the bytes counted exactly, not in the model's
+rounded unit, a search on seed 29 ran into the wall-clock guard (30 s for 2 deterministic).
 
 The plan is each solve's hint and its first solution; neighbourhood search improves on it. A
 result is taken only if, in the planner's own float loads, no goal's measure got worse and it
 is better: for `lower_loads` a goal's max / mean or max - min is lower, for `save_moves` it
-moves and copies no more and one of them less. `lower_loads` stops searching once no load
-is above its bound: what is left is the moves, which `save_moves` trims. One thread and a
-deterministic time budget: the plan does not depend on the machine (short of a stalled solver,
-which a wall-clock guard stops). Only in a plain rebalance of one group of at most
-_MAX_PARTITIONS partitions with the default goals and no caps: pools, caps, modes and custom
-orders are not modelled.
+moves and copies no more and one of them less, for `spread_topics` the topics' spread is
+lower. `lower_loads` stops searching once no load is above its bound: what is left is the
+moves, which `save_moves` trims. One thread and a deterministic time budget: the plan does not
+depend on the machine (short of a stalled solver, which a wall-clock guard stops). Only in a
+plain rebalance of one group of at most _MAX_PARTITIONS partitions with the default goals and
+no caps: pools, caps, modes and custom orders are not modelled.
 """
 
 from __future__ import annotations
@@ -47,11 +58,13 @@ from kafka_ops.planner.balance import BalanceGoal
 from kafka_ops.planner.context import Run
 from kafka_ops.planner.goals import DEFAULT_SOFT_GOALS, HARD_GOALS, SoftGoal
 from kafka_ops.planner.hard import CapacityGoal, rack_limit
+from kafka_ops.planner.topic_swaps import _BYTES_CAP, _MOVES_CAP, plan_bounds
 
 _MAX_PARTITIONS = 1_000
 _PROVE = 0.2  # deterministic seconds for the default search to prove a small model optimal
 _BUDGET = 2.0  # deterministic seconds of neighbourhood search, where it did not
-_WALL = 30.0  # wall seconds at most per search: a guard, far above what either budget takes
+_SPREAD = 2.0  # ... for the topic spread
+_WALL = 30.0  # wall seconds at most per search: a guard, far above what any budget takes
 _LOWER_MOVES = 1.5  # lowering the loads may move this many times the plan's replicas
 _WORST = 4  # lowering the loads: a load's worst broker weighs this many brokers above the bound
 _GRAIN = 100_000_000  # a broker's mean load, in the model's integer units
@@ -70,6 +83,27 @@ def lower_loads(run: Run, goals: Sequence[SoftGoal]) -> bool:
         return False
     chosen = _solve(model)
     return chosen is not None and _apply(run, goals, chosen, lower=True)
+
+
+def spread_topics(run: Run, goals: Sequence[SoftGoal]) -> bool:
+    """Re-place the group's replicas so that the topics' replicas are spread more evenly (the
+    sum over topics of max - min per broker), within the moves and bytes the topic replica
+    goal may spend, and no goal worse; True if done."""
+    brokers = _group(run, goals)
+    if brokers is None or not run.state.np:
+        return False
+    st = run.state
+    live = [b for b in brokers if st.eligible[b]]
+    counts = [[st.topic_count.get(t * st.nb + b, 0) for b in live] for t in range(len(st.topics))]
+    # Within twice the topics that cannot divide evenly (issue 9's target, on a floor that
+    # leaves out the rack rule) the search is skipped: its time goes where the target is missed.
+    if sum(max(c) - min(c) for c in counts) <= 2 * sum(1 for c in counts if sum(c) % len(live)):
+        return False
+    model = _Model(run, goals, brokers, spread=True)
+    if not model.spread:
+        return False
+    chosen = _solve(model, _SPREAD)
+    return chosen is not None and _apply(run, goals, chosen, most=model.most)
 
 
 def save_moves(run: Run, goals: Sequence[SoftGoal]) -> bool:
@@ -95,14 +129,14 @@ def _group(run: Run, goals: Sequence[SoftGoal]) -> list[int] | None:
     return brokers
 
 
-def _solve(model: _Model) -> dict[int, tuple[set[int], int]] | None:
+def _solve(model: _Model, budget: float = _BUDGET) -> dict[int, tuple[set[int], int]] | None:
     """The default search proves a small model optimal quickly; on a larger one it rarely
     improves on the hint (seed 9 of bench_small: not in 10 s), and neighbourhood search from the
     plan, a complete solution, takes over. That cannot prove optimality: it runs its whole
     budget, unless the objective reaches a bound it knows (the loads all within bounds, below)."""
     solver = _solver(lns=False, budget=_PROVE, gap=model.gap)
     if solver.solve(model.m) != cp_model.OPTIMAL:
-        solver = _solver(lns=True, budget=_BUDGET, gap=model.gap)
+        solver = _solver(lns=True, budget=budget, gap=model.gap)
         if solver.solve(model.m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return None
     return model.chosen(solver)
@@ -129,12 +163,13 @@ class _Model:
     """The CP-SAT model of the module doc, over the movable partitions."""
 
     def __init__(self, run: Run, goals: Sequence[SoftGoal], brokers: list[int],
-                 lower: bool = False) -> None:
+                 lower: bool = False, spread: bool = False) -> None:
         st = run.state
         self.run = run
         self.lower = lower
         self.m = m = cp_model.CpModel()
         self.gap = 0  # how far from the proven bound a solution is good enough (see lower)
+        self.most = (0, 0)  # spread: the moves and bytes the placement may reach
         self.parts = [p for p in range(st.np) if run.partition_movable[p]]
         live = [b for b in brokers if st.eligible[b]]
         loads = {r: st.load(r) for r in ("replicas", *_LEADS, "disk", "network_in")}
@@ -190,7 +225,7 @@ class _Model:
                     elif b in lead:
                         terms.setdefault((r, b), []).append((wt, lead[b]))
         self.excess = self._keep_loads(goals, live, unit, now, fixed, terms)
-        self._keep_topics(live)
+        self.spread = self._keep_topics(live, spread)
         stay_moves = st.moves - sum(len(set(st.replicas[p]) - set(st.original[p])) for p in self.parts)
         if lower:
             # The loads above the bounds first; of placements as low, the fewest moves.
@@ -214,6 +249,22 @@ class _Model:
         # fewer of both as a share of the plan's: moves and bytes weigh alike.
         stay_bytes = st.moved_bytes - sum(st.size[p] * len(set(st.replicas[p]) - set(st.original[p]))
                                           for p in self.parts)
+        if spread:
+            # The moves and bytes the topic replica goal may spend (its budget above the plan's
+            # lower bounds), or the plan's where it spent more (_apply checks the bytes: here
+            # each replica's size is rounded up to the model's unit, or the plan's own copies
+            # where that rounding puts them above).
+            self.most = (st.moves, st.moved_bytes)
+            if not run.options.topic_swaps:
+                moves_bound, bytes_bound = plan_bounds(run)
+                self.most = (max(st.moves, int(_MOVES_CAP * moves_bound)),
+                             max(st.moved_bytes, int(_BYTES_CAP * bytes_bound)))
+            m.add(sum(new) <= self.most[0] - stay_moves)
+            plan_units = sum(math.ceil(st.size[p] / byte) * len(set(st.replicas[p]) - set(st.original[p]))
+                             for p in self.parts)
+            m.add(sum(c * x for c, x in copied) <= max(math.floor((self.most[1] - stay_bytes) / byte), plan_units))
+            m.minimize(sum(self.spread))
+            return
         m.add(sum(new) <= st.moves - stay_moves)
         m.add(sum(c * x for c, x in copied) <= math.floor((st.moved_bytes - stay_bytes) / byte + len(copied)))
         per_move = _SCALE // max(1, st.moves)
@@ -276,15 +327,20 @@ class _Model:
                     excess.append((r, weight[r], over, start))
         return excess
 
-    def _keep_topics(self, live: list[int]) -> None:
-        """Each topic's replicas, and its leaderships, per broker between the plan's extremes."""
+    def _keep_topics(self, live: list[int], spread: bool) -> list[cp_model.LinearExprT]:
+        """Each topic's replicas, and its leaderships, per broker between the plan's extremes;
+        with ``spread``, returns each topic's max - min of replicas per broker where that may
+        change (the topic replica goal's measure, summed: what spread_topics lowers)."""
         st = self.run.state
+        spreads: list[cp_model.LinearExprT] = []
         for side, var in (("replicas", self.on), ("leaders", self.lead)):
             per: dict[tuple[int, int], list[cp_model.IntVar]] = {}
             fixed: dict[tuple[int, int], int] = {}
+            placed: dict[int, int] = {}  # per topic, the replicas the model places
             for p in range(st.np):
                 t = st.topic[p]
                 if p in var:
+                    placed[t] = placed.get(t, 0) + len(st.replicas[p])
                     for b, x in var[p].items():
                         per.setdefault((t, b), []).append(x)
                 else:
@@ -302,6 +358,20 @@ class _Model:
                         self.m.add(sum(xs) + extra <= hi)
                     if lo > extra:
                         self.m.add(sum(xs) + extra >= lo)
+                if spread and side == "replicas" and hi > lo:
+                    top, bottom = self.m.new_int_var(lo, hi, ""), self.m.new_int_var(lo, hi, "")
+                    for b in live:
+                        held = sum(per.get((t, b), [])) + fixed.get((t, b), 0)
+                        self.m.add(top >= held)
+                        self.m.add(bottom <= held)
+                    self.m.add_hint(top, hi)
+                    self.m.add_hint(bottom, lo)
+                    # A topic whose replicas on live brokers do not divide evenly is at best one
+                    # apart: the bound that lets the search stop there.
+                    if (placed.get(t, 0) + sum(fixed.get((t, b), 0) for b in live)) % len(live):
+                        self.m.add(top - bottom >= 1)
+                    spreads.append(top - bottom)
+        return spreads
 
     def chosen(self, solver: cp_model.CpSolver) -> dict[int, tuple[set[int], int]]:
         """Per movable partition, its brokers and its leader in the solution."""
@@ -311,10 +381,11 @@ class _Model:
 
 
 def _apply(run: Run, goals: Sequence[SoftGoal], chosen: dict[int, tuple[set[int], int]],
-           lower: bool = False) -> bool:
+           lower: bool = False, most: tuple[int, int] | None = None) -> bool:
     """Make the placement if no goal's measure is worse and it is better (lower: a goal's
-    measure is lower; else it moves less), in the planner's own float loads (the model's
-    rounding is checked, not trusted); else take it back."""
+    measure is lower; with ``most``, the topic replica goal's, in at most that many moves and
+    bytes; else it moves less), in the planner's own float loads (the model's rounding is
+    checked, not trusted); else take it back."""
     st = run.state
     before = (st.moves, st.moved_bytes)
     measures = [g.measure(run) for g in goals]
@@ -338,6 +409,10 @@ def _apply(run: Run, goals: Sequence[SoftGoal], chosen: dict[int, tuple[set[int]
                for g, m in zip(goals, measures, strict=True) for k, v in g.measure(run).items())
     if lower:
         better = any(g.imbalance(run) < i - 1e-9 for g, i in zip(goals, imbalances, strict=True))
+    elif most is not None:
+        better = (st.moves <= most[0] and st.moved_bytes <= most[1]
+                  and any(g.imbalance(run) < i - 1e-9 for g, i in zip(goals, imbalances, strict=True)
+                          if g.name == "topic_replica_distribution"))
     else:
         better = (st.moves <= before[0] and st.moved_bytes <= before[1]
                   and (st.moves, st.moved_bytes) != before)

@@ -22,7 +22,7 @@ from kafka_ops.planner.context import PlannerOptions, Run
 from kafka_ops.planner.exact import solve_hard_goals
 from kafka_ops.planner.goals import HARD_GOALS, SoftGoal, soft_goals
 from kafka_ops.planner.hard import CapacityGoal, HardGoal, rack_limit, why_no_broker
-from kafka_ops.planner.move_exact import lower_loads, save_moves
+from kafka_ops.planner.move_exact import lower_loads, save_moves, spread_topics
 from kafka_ops.planner.packing import pack_exactly
 from kafka_ops.planner.packing_cp import pack_cp
 from kafka_ops.planner.pool_pack import pack_leaving
@@ -400,7 +400,8 @@ def _optimize(state: WorkingState, options: PlannerOptions, mode: str,
         seconds["byte savings"] = time.perf_counter() - t0
         plain = mode == "rebalance" and movable is None and destinations is None and prepare is None
         if plain and leave is None:
-            for name, exact in (("load lowering", lower_loads), ("move savings", save_moves)):
+            for name, exact in (("load lowering", lower_loads), ("move savings", save_moves),
+                                ("topic spread", spread_topics)):
                 t0 = time.perf_counter()
                 if exact(run, goals):
                     seconds[name] = time.perf_counter() - t0

@@ -11,15 +11,20 @@ except the brokers out of bounds of a goal that was already out of bounds on one
 
 from __future__ import annotations
 
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
 import pytest
 
 from kafka_ops.generator import generate_cluster
-from kafka_ops.model import ClusterModel
+from kafka_ops.model import ClusterModel, TopicPartition
 from kafka_ops.planner import PlannerOptions, PlanResult, move_exact, optimizer, plan_rebalance
 
 SHAPES = {
     1: {"brokers": 6, "partitions": 40, "hot_topic_share": 0.1, "new_brokers": 0, "hand_moved_share": 0.05},
     2: {"brokers": 6, "partitions": 40, "hot_topic_share": 0.02, "new_brokers": 1, "hand_moved_share": 0.0},
+    6: {"brokers": 6, "partitions": 300, "hot_topic_share": 0.1, "new_brokers": 0, "hand_moved_share": 0.0},
     8: {"brokers": 6, "partitions": 150, "hot_topic_share": 0.1, "new_brokers": 0, "hand_moved_share": 0.0},
     9: {"brokers": 12, "partitions": 150, "hot_topic_share": 0.1, "new_brokers": 0, "hand_moved_share": 0.0},
     28: {"brokers": 6, "partitions": 80, "hot_topic_share": 0.3, "new_brokers": 2, "hand_moved_share": 0.15},
@@ -47,6 +52,7 @@ def test_the_move_pass_moves_no_more_and_leaves_no_goal_worse(seed: int, monkeyp
     cluster = _cluster(seed)
     greedy = _greedy(cluster, monkeypatch)
     monkeypatch.setattr(optimizer, "lower_loads", lambda run, goals: False)
+    monkeypatch.setattr(optimizer, "spread_topics", lambda run, goals: False)  # it may spend moves
     exact = plan_rebalance(cluster)
     e, g = exact.summary, greedy.summary
     assert e.replica_moves <= g.replica_moves and e.bytes_moved <= g.bytes_moved
@@ -112,10 +118,51 @@ def test_the_load_pass_stops_once_no_load_is_above_its_bound(monkeypatch: pytest
             assert goal.after["brokers_out_of_bounds"] == 0, goal.name
 
 
-def test_a_plan_of_45_moves_makes_do_with_41() -> None:
+def _topic_spread(cluster: ClusterModel, replicas: Mapping[TopicPartition, Sequence[int]]) -> int:
+    """Per topic, its most replicas on a live broker minus its fewest, summed: counted here
+    from the plan's replica lists, not by the planner."""
+    live = [b for b, broker in cluster.brokers.items() if broker.alive]
+    held = Counter((p.topic, b) for p in cluster.with_assignment(replicas) for b in p.replicas)
+    topics = {p.topic for p in cluster}
+    return sum(max(held[t, b] for b in live) - min(held[t, b] for b in live) for t in topics)
+
+
+def _count_bound(cluster: ClusterModel) -> int:
+    """The fewest moves that even out the replica counts (no dead broker here): the replicas
+    above the ceiling of the mean, or those missing below its floor, whichever is more."""
+    held = Counter(b for p in cluster for b in p.replicas)
+    counts = [held[b] for b in cluster.brokers]
+    mean = sum(counts) / len(counts)
+    return max(sum(max(0, k - math.ceil(mean)) for k in counts), sum(max(0, math.floor(mean) - k) for k in counts))
+
+
+def test_the_spread_pass_evens_the_topics_out_within_the_topic_goals_moves(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seed 6 (6 brokers, 300 partitions): the topic replica goal, its swaps vetoed by loads at
+    their bounds, leaves the topics' spread at 137 (benchmarks/plan_metrics' floor with the rack
+    rule: 47). Re-placed by CP-SAT with every load kept, within the moves the goal may spend
+    (1.099 x the count bound, or the plan's where more), it comes down to 126 or less, here with
+    no more bytes copied; no goal's measure is worse."""
+    cluster = _cluster(6)
+    with monkeypatch.context() as m:
+        m.setattr(optimizer, "spread_topics", lambda run, goals: False)
+        before = plan_rebalance(cluster)
+    after = plan_rebalance(cluster)
+    assert _topic_spread(cluster, before.plan.replicas) >= 137
+    assert _topic_spread(cluster, after.plan.replicas) <= 126
+    assert after.summary.replica_moves <= max(before.summary.replica_moves, int(1.099 * _count_bound(cluster)))
+    assert after.summary.bytes_moved <= before.summary.bytes_moved
+    for name, measures in _measures(after).items():
+        for key, value in measures.items():
+            assert value <= _measures(before)[name][key] + 1e-9, (name, key)
+    assert "topic spread" in after.summary.goal_seconds
+
+
+def test_a_plan_of_45_moves_makes_do_with_41(monkeypatch: pytest.MonkeyPatch) -> None:
     """Seed 2: the goals moved 45 replicas where 39 reach the same loads (CP-SAT proved it:
     bench_small.py --moves); with every topic as even and the bounds kept clear of rounding,
-    the pass finds 41 (40 since it searches neighbourhoods of the plan)."""
+    the pass finds 41 (40 since it searches neighbourhoods of the plan). The spread pass after
+    it may spend up to 1.099 x the bound again: not part of this count."""
+    monkeypatch.setattr(optimizer, "spread_topics", lambda run, goals: False)
     summary = plan_rebalance(_cluster(2)).summary
     assert summary.replica_moves <= 41
     assert "move savings" in summary.goal_seconds

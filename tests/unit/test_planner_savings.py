@@ -82,6 +82,7 @@ def _plans(c: ClusterModel, monkeypatch: pytest.MonkeyPatch) -> tuple[object, ob
     come out differing in either direction; their own tests hold them to the goals' plan."""
     monkeypatch.setattr(optimizer, "lower_loads", lambda run, goals: False)
     monkeypatch.setattr(optimizer, "save_moves", lambda run, goals: False)
+    monkeypatch.setattr(optimizer, "spread_topics", lambda run, goals: False)
     with_pass = plan_rebalance(c, options=PlannerOptions())
     with monkeypatch.context() as m:
         m.setattr(optimizer, "save_bytes", lambda run: 0)
