@@ -6,8 +6,10 @@ with its overrides), drawn, not shaped for the passes. The expected answer is th
 itself. The move pass may only take a plan that moves and copies no more, and leaves every
 goal's measure (max / mean, max - min, brokers and topics out of bounds) no worse. The load pass
 may only take one that lowers a goal's max / mean or max - min and leaves the rest no worse,
-except the brokers out of bounds of a goal that was already out of bounds on one. The spread
-pass may only take one that lowers the topics' replica spread within the topic goal's moves.
+except the brokers out of bounds of a goal that was already out of bounds on one; where the
+whole group's search leaves a load above its bound, it searches again rack by rack (seed 9).
+The spread pass may only take one that lowers the topics' replica spread within the topic
+goal's moves.
 """
 
 from __future__ import annotations
@@ -91,6 +93,24 @@ def test_network_in_the_goals_leave_above_its_bound_comes_down_to_it(
     assert "load lowering" in result.summary.goal_seconds
 
 
+def test_a_load_the_whole_group_search_leaves_above_its_bound_comes_down_rack_by_rack(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seed 9 (12 brokers in 3 racks, 150 partitions): neighbourhood search over the whole group
+    leaves network in at 1.13 x the mean, where benchmarks/exact_targets.py's CP-SAT model says
+    1.05 is reachable with disk, network out and leader bytes-in no worse. Solved again one
+    rack at a time, the replicas of the other racks fixed, it comes down to 1.05."""
+    cluster = _cluster(9)
+    with monkeypatch.context() as m:
+        m.setattr(move_exact, "_hot_racks", lambda run, goals, brokers: [])
+        whole = plan_rebalance(cluster)
+    racks = plan_rebalance(cluster)
+    before, after = _measures(whole), _measures(racks)
+    assert before["network_in"]["max_over_mean"] > 1.12
+    assert after["network_in"]["max_over_mean"] <= 1.05
+    assert after["disk"]["max_over_mean"] <= before["disk"]["max_over_mean"] + 1e-9
+    assert not any(goal.worse for goal in racks.summary.goals)
+
+
 def test_the_load_pass_stops_once_no_load_is_above_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     """Seed 1: the load pass brings every load within its bounds, where its moves only break
     ties (the move pass trims them next). Its first, proving search stops there. Before, it
@@ -164,6 +184,8 @@ def test_a_plan_of_45_moves_makes_do_with_41(monkeypatch: pytest.MonkeyPatch) ->
     the pass finds 41 (40 since it searches neighbourhoods of the plan). The spread pass after
     it may spend up to 1.099 x the bound again: not part of this count."""
     monkeypatch.setattr(optimizer, "spread_topics", lambda run, goals: False)
+    # The load pass's racks lower network in further for one more move: not this pass either.
+    monkeypatch.setattr(move_exact, "_hot_racks", lambda run, goals, brokers: [])
     summary = plan_rebalance(_cluster(2)).summary
     assert summary.replica_moves <= 41
     assert "move savings" in summary.goal_seconds
