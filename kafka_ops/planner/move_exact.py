@@ -32,7 +32,11 @@ seconds, where a search from scratch finds 1.05 in 6); a few racks are small eno
 complete search. On seeds 0-99, network in came out lower on 11 plans and met its target on 2
 more, leader bytes-in lower on 8 and met on 2 more (seed 9: network in 1.13 -> 1.05), for 7%
 more CPU. With _RACK_BUDGET at 2, seed 23 reached 1.06 (1.15 at 1) for 20% more (measured
-before the one-replica rule and the cap).
+before the one-replica rule and the cap). Outside the racks, a rack's model carries only each
+partition's own replicas, fixed, no variable for the other brokers: a deterministic second of
+search then costs less CPU (fuzz_grown.py rebalance seed 30, 39 brokers in 4 racks: 17.3 ->
+14.0 s for the same plan). Searching the racks again after one lowered a load (up to 6
+searches) gained little: network in lower on 2 plans, no target newly met, 5% more CPU.
 `save_moves` then keeps the loads of whichever plan stands, and minimises the moves and bytes
 copied, neither above the plan's, each as a share of the plan's. `spread_topics` last keeps
 the loads too, and minimises the topics' replica spread (the sum over topics of max - min
@@ -46,6 +50,12 @@ plans went from 5,674 to 5,435 (rack floor 3,046), the plans above twice their f
 to 30, the moves from 13,974 to 14,048 (no plan newly above 1.10 x the count bound), the
 planner's mean CPU from 5.6 to 6.9 s; with the bytes counted exactly, not in the model's
 rounded unit, a search on seed 29 ran into the wall-clock guard (30 s for 2 deterministic).
+Where the spread stays far above that, the loads hold it: on seed 34 (22, rack floor 8) CP-SAT
+proves 22 the least with the disk kept (the disk goal's brokers within its bounds stay within,
+where giant partitions leave others above), 8 with it dropped. Letting a balance goal's loads
+go anywhere within its bounds, not only up to the plan's highest, bought little: the spread
+summed 5,417 -> 5,409, worse on 6 plans (a larger space for the same search), loads higher
+on most, 9% more CPU.
 
 The plan is each solve's hint and its first solution; neighbourhood search improves on it. A
 result is taken only if, in the planner's own float loads, no goal's measure got worse and it
@@ -250,7 +260,13 @@ class _Model:
             if p not in movable:
                 continue
             orig = st.original[p]
-            on = self.on[p] = {b: m.new_bool_var("") for b in live}
+            # In a rack search a partition may only change brokers within the racks searched:
+            # its replicas outside them stay, and the model carries no other broker.
+            stay = [] if within is None else [b for b in reps if st.rack[b] not in within]
+            on = self.on[p] = {b: m.new_bool_var("") for b in live
+                               if within is None or st.rack[b] in within or b in stay}
+            for b in stay:
+                m.add(on[b] == 1)
             m.add(sum(on.values()) == len(reps))
             limit = rack_limit(run, p)
             racks: dict[int, list[cp_model.IntVar]] = {}
@@ -264,25 +280,20 @@ class _Model:
                 if len(xs) > limit:
                     m.add(sum(xs) <= limit)
             may = [b for b in live if not st.demoted[b]] or live
-            lead = self.lead[p] = {b: m.new_bool_var("") for b in may}
+            lead = self.lead[p] = {b: m.new_bool_var("") for b in may if b in on}
             m.add_exactly_one(lead.values())
             for b, x in lead.items():
                 m.add_implication(x, on[b])
                 m.add_hint(x, b == reps[0])
                 if b != orig[0]:
                     cost.append((1, x))
-            for b in live:
+            for b in on:
                 for r, wt in w.items():
                     if r not in _LEADS:
                         terms.setdefault((r, b), []).append((wt, on[b]))
                     elif b in lead:
                         terms.setdefault((r, b), []).append((wt, lead[b]))
         self.excess = self._keep_loads(goals, live, unit, now, fixed, terms)
-        if within is not None:  # the replicas outside these racks stay where they are
-            for p, on in self.on.items():
-                for b, x in on.items():
-                    if st.rack[b] not in within:
-                        m.add(x == int(b in st.replicas[p]))
         self.spread = self._keep_topics(live, spread)
         stay_moves = st.moves - sum(len(set(st.replicas[p]) - set(st.original[p])) for p in self.parts)
         if lower:
