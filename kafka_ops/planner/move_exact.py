@@ -235,6 +235,7 @@ class _Model:
         self.most = (0, 0)  # spread: the moves and bytes the placement may reach
         self.parts = [p for p in range(st.np) if run.partition_movable[p]]
         live = [b for b in brokers if st.eligible[b]]
+        group = set(live)
         loads = {r: st.load(r) for r in ("replicas", *_LEADS, "disk", "network_in")}
         unit = {r: 1.0 if r in ("replicas", "leaders") else
                 max(sum(loads[r][b] for b in brokers) / len(brokers) / _GRAIN, 1e-9) for r in loads}
@@ -261,8 +262,9 @@ class _Model:
                 continue
             orig = st.original[p]
             # In a rack search a partition may only change brokers within the racks searched:
-            # its replicas outside them stay, and the model carries no other broker.
-            stay = [] if within is None else [b for b in reps if st.rack[b] not in within]
+            # its replicas outside them stay, and the model carries no other broker (one on a
+            # broker out of the group, with no variable, must move, as in the whole group's).
+            stay = [] if within is None else [b for b in reps if st.rack[b] not in within and b in group]
             on = self.on[p] = {b: m.new_bool_var("") for b in live
                                if within is None or st.rack[b] in within or b in stay}
             for b in stay:
