@@ -95,6 +95,7 @@ _WORST = 4  # lowering the loads: a load's worst broker weighs this many brokers
 _GRAIN = 100_000_000  # a broker's mean load, in the model's integer units
 _SCALE = 1_000_000  # the plan's moves, and its bytes, each cost this much in the objective
 _LEADS = ("leaders", "network_out", "leader_bytes_in")  # loads a replica carries only as leader
+_LE = cp_model.LinearExpr
 
 
 def lower_loads(run: Run, goals: Sequence[SoftGoal]) -> bool:
@@ -269,7 +270,7 @@ class _Model:
                                if within is None or st.rack[b] in within or b in stay}
             for b in stay:
                 m.add(on[b] == 1)
-            m.add(sum(on.values()) == len(reps))
+            m.add(_LE.sum(list(on.values())) == len(reps))
             limit = rack_limit(run, p)
             racks: dict[int, list[cp_model.IntVar]] = {}
             for b, x in on.items():
@@ -280,7 +281,7 @@ class _Model:
                     copied.append((math.ceil(st.size[p] / byte), x))
             for xs in racks.values():
                 if len(xs) > limit:
-                    m.add(sum(xs) <= limit)
+                    m.add(_LE.sum(xs) <= limit)
             may = [b for b in live if not st.demoted[b]] or live
             lead = self.lead[p] = {b: m.new_bool_var("") for b in may if b in on}
             m.add_exactly_one(lead.values())
@@ -301,7 +302,7 @@ class _Model:
         if lower:
             # The loads above the bounds first; of placements as low, the fewest moves.
             cap = math.floor(st.moves * _LOWER_MOVES) - stay_moves
-            m.add(sum(new) <= cap)
+            m.add(_LE.sum(new) <= cap)
             # The moves only break ties (save_moves trims them next): once the loads above the
             # bounds are as low as proven possible (no excess left, often), the search may stop.
             self.gap = cap
@@ -314,7 +315,7 @@ class _Model:
                     m.add_hint(worst[r][1], max(start for q, _, _, start in self.excess if q == r))
                 m.add(worst[r][1] >= over)
             m.minimize(sum(weight * over for _, weight, over, _ in self.excess)
-                       + sum(_WORST * weight * x for weight, x in worst.values()) + sum(new))
+                       + sum(_WORST * weight * x for weight, x in worst.values()) + _LE.sum(new))
             return
         # No more moves, nor bytes, than the plan (its moves of partitions that stay included);
         # fewer of both as a share of the plan's: moves and bytes weigh alike.
@@ -330,16 +331,16 @@ class _Model:
                 moves_bound, bytes_bound = plan_bounds(run)
                 self.most = (max(st.moves, int(_MOVES_CAP * moves_bound)),
                              max(st.moved_bytes, int(_BYTES_CAP * bytes_bound)))
-            m.add(sum(new) <= self.most[0] - stay_moves)
+            m.add(_LE.sum(new) <= self.most[0] - stay_moves)
             plan_units = sum(math.ceil(st.size[p] / byte) * len(set(st.replicas[p]) - set(st.original[p]))
                              for p in self.parts)
-            m.add(sum(c * x for c, x in copied) <= max(math.floor((self.most[1] - stay_bytes) / byte), plan_units))
+            m.add(_dot(copied) <= max(math.floor((self.most[1] - stay_bytes) / byte), plan_units))
             m.minimize(sum(self.spread))
             return
-        m.add(sum(new) <= st.moves - stay_moves)
-        m.add(sum(c * x for c, x in copied) <= math.floor((st.moved_bytes - stay_bytes) / byte + len(copied)))
+        m.add(_LE.sum(new) <= st.moves - stay_moves)
+        m.add(_dot(copied) <= math.floor((st.moved_bytes - stay_bytes) / byte + len(copied)))
         per_move = _SCALE // max(1, st.moves)
-        m.minimize(per_move * sum(new) + sum(c * x for c, x in copied) + sum(c * x for c, x in cost))
+        m.minimize(per_move * _LE.sum(new) + _dot(copied) + _dot(cost))
 
     def _weights(self, p: int, unit: dict[str, float]) -> dict[str, int]:
         """What one replica of p weighs per load (a leader's loads: on its leader only)."""
@@ -373,7 +374,7 @@ class _Model:
             # any broker up to the plan's highest: lower loads elsewhere may need it.
             missed = self.lower and r in weight and top > hi_u - margin
             for b in live:
-                total = sum(x * v for x, v in terms.get((r, b), [])) + fixed[r][b]
+                total = _dot(terms.get((r, b), [])) + fixed[r][b]
                 # No higher than the plan's highest (max / mean), and a broker within the goal's
                 # bounds stays within them; a count no lower than the plan's lowest (max - min).
                 high = max(min(hi_u - margin, top), plan[b]) if plan[b] <= hi_u and not missed else top
@@ -423,13 +424,13 @@ class _Model:
                     xs = per.get((t, b), [])
                     extra = fixed.get((t, b), 0)
                     if len(xs) + extra > hi:
-                        self.m.add(sum(xs) + extra <= hi)
+                        self.m.add(_LE.sum(xs) + extra <= hi)
                     if lo > extra:
-                        self.m.add(sum(xs) + extra >= lo)
+                        self.m.add(_LE.sum(xs) + extra >= lo)
                 if spread and side == "replicas" and hi > lo:
                     top, bottom = self.m.new_int_var(lo, hi, ""), self.m.new_int_var(lo, hi, "")
                     for b in live:
-                        held = sum(per.get((t, b), [])) + fixed.get((t, b), 0)
+                        held = _LE.sum(per.get((t, b), [])) + fixed.get((t, b), 0)
                         self.m.add(top >= held)
                         self.m.add(bottom <= held)
                     self.m.add_hint(top, hi)
@@ -446,6 +447,12 @@ class _Model:
         return {p: ({b for b, x in on.items() if solver.value(x)},
                     next(b for b, x in self.lead[p].items() if solver.value(x)))
                 for p, on in self.on.items()}
+
+
+def _dot(terms: Sequence[tuple[int, cp_model.IntVar]]) -> cp_model.LinearExpr:
+    """sum(c * x) built in one call, where Python's sum builds an expression per term: the
+    same models, built faster (fuzz_grown.py seed 24, 885 partitions: 5.5 -> 4.8 s)."""
+    return _LE.weighted_sum([x for _, x in terms], [c for c, _ in terms])
 
 
 def _raw_weights(st: WorkingState, p: int) -> dict[str, float]:
