@@ -400,11 +400,18 @@ def _optimize(state: WorkingState, options: PlannerOptions, mode: str,
         seconds["byte savings"] = time.perf_counter() - t0
         plain = mode == "rebalance" and movable is None and destinations is None and prepare is None
         if plain and leave is None:
+            replaced = False
             for name, exact in (("load lowering", lower_loads), ("move savings", save_moves),
                                 ("topic spread", spread_topics)):
                 t0 = time.perf_counter()
                 if exact(run, goals):
                     seconds[name] = time.perf_counter() - t0
+                    replaced = True
+            leaders = next((g for g in goals if isinstance(g, TopicGoal) and g.leaders), None)
+            if replaced and leaders is not None:  # leadership was chosen over the replicas before
+                t0 = time.perf_counter()
+                leaders.spread_leaders_exactly(run)
+                seconds["topic leaders again"] = time.perf_counter() - t0
     if _restore_reorders(run):
         worse.extend(g.name for g in goals
                      if g.name not in worse and g.imbalance(run) > starts[g.name] + 1e-9)
