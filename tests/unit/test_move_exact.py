@@ -23,6 +23,7 @@ import pytest
 from kafka_ops.generator import generate_cluster
 from kafka_ops.model import ClusterModel, TopicPartition
 from kafka_ops.planner import PlannerOptions, PlanResult, move_exact, optimizer, plan_rebalance
+from kafka_ops.testing.grown import grown_spec
 
 SHAPES = {
     1: {"brokers": 6, "partitions": 40, "hot_topic_share": 0.1, "new_brokers": 0, "hand_moved_share": 0.05},
@@ -256,3 +257,25 @@ def test_a_move_cap_leaves_the_goals_plan_alone(monkeypatch: pytest.MonkeyPatch)
     capped = plan_rebalance(cluster, options=PlannerOptions(max_moves=10_000))
     monkeypatch.setattr(move_exact, "_MAX_PARTITIONS", 0)
     assert capped.plan.replicas == plan_rebalance(cluster).plan.replicas
+
+
+def test_every_exact_search_finds_a_placement_its_hint_is_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fuzz_grown.py rebalance seed 39 (39 brokers): the move pass's model, with the plan as its
+    complete and feasible hint, came back from CP-SAT 9.15's presolve with no solution at all
+    (UNKNOWN; on seeds 24 and 30 "INFEASIBLE", after the solver's log called the hint feasible),
+    and the pass silently kept the goals' 316 moves. Without presolve's inclusion detection the
+    same model finds 297. Every search the passes make starts from such a hint, so each must
+    come back with a placement."""
+    found: list[bool] = []
+    solve = move_exact._solve
+
+    def spy(model: move_exact._Model, budget: float = move_exact._BUDGET) -> object:
+        chosen = solve(model, budget)
+        found.append(chosen is not None)
+        return chosen
+
+    monkeypatch.setattr(move_exact, "_solve", spy)
+    summary = plan_rebalance(generate_cluster("medium", seed=39, **grown_spec(39))).summary
+    assert found and all(found)
+    assert "move savings" in summary.goal_seconds
+    assert summary.replica_moves <= 305
